@@ -1,0 +1,78 @@
+"""The ``memdir`` command.
+
+Exit codes: 0 success, 1 error (one line on stderr; ``-v`` shows the traceback),
+2 usage error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from memdir import __version__
+from memdir.cli._common import CliState
+from memdir.errors import MemdirError
+
+EXIT_HELP = """\b
+Exit codes: 0 success · 1 error · 2 usage error · 130 interrupted.
+Data goes to stdout; progress and diagnostics go to stderr."""
+
+
+class _Group(click.Group):
+    """A group that turns memdir errors into one line and exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemdirError as exc:
+            state = ctx.find_object(CliState)
+            if state is not None and state.verbose:
+                raise
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(1)
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            ctx.exit(130)
+        except BrokenPipeError:
+            # The reader went away (e.g. `| head`): not an error worth a traceback.
+            sys.stderr.close()
+            ctx.exit(1)
+
+
+@click.group(cls=_Group, epilog=EXIT_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--workspace",
+    "-w",
+    envvar="MEMDIR_WORKSPACE",
+    metavar="DIR",
+    help="Workspace directory [env MEMDIR_WORKSPACE; default ./.memdir/workspace].",
+)
+@click.option("--verbose", "-v", is_flag=True, help="Show tracebacks and debug logs.")
+@click.version_option(__version__, "--version", prog_name="memdir")
+@click.pass_context
+def cli(ctx: click.Context, workspace: str | None, verbose: bool) -> None:
+    """Durable, file-based memory for LLM agents."""
+    state = ctx.ensure_object(CliState)
+    state.workspace_arg = workspace
+    state.verbose = verbose
+    if verbose:
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
+
+
+def _register() -> None:
+    from memdir.cli import _memory_cmds
+
+    for command in _memory_cmds.COMMANDS:
+        cli.add_command(command)
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="memdir")

@@ -1,0 +1,45 @@
+"""Shared plumbing for the ``memdir`` commands: context object, console, error handling."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+from rich.console import Console
+
+from memdir.workspace import Workspace
+
+
+@dataclass
+class CliState:
+    """What the top-level options decided, passed to every command."""
+
+    workspace_arg: str | None = None
+    verbose: bool = False
+    _workspace: Workspace | None = field(default=None, repr=False)
+
+    def workspace(self, *, create: bool = True) -> Workspace:
+        """The workspace named by ``--workspace`` / ``$MEMDIR_WORKSPACE`` / the default."""
+        if self._workspace is None:
+            self._workspace = Workspace(self.workspace_arg, create=create)
+        return self._workspace
+
+
+pass_state = click.make_pass_decorator(CliState, ensure=True)
+
+#: Diagnostics, progress and tables go to stderr; stdout is reserved for data.
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+out_console = Console(highlight=False, soft_wrap=True)
+
+
+def echo_json(obj: Any) -> None:
+    """Print one JSON document on stdout (UTF-8, not ASCII-escaped)."""
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+
+
+def info(message: str) -> None:
+    """A diagnostic line on stderr."""
+    err_console.print(message, markup=False)

@@ -1,0 +1,79 @@
+"""Exceptions raised by memdir.
+
+Every error memdir raises on purpose derives from :class:`MemdirError`, so callers can catch
+one type. Messages are one line and say what to do next.
+
+::
+
+    MemdirError
+    ├── ConfigError          bad configuration or a missing setting (e.g. an API key)
+    ├── WorkspaceError       a path outside the workspace, an unreadable or unwritable file
+    ├── IndexError_          the search index cannot be used (see IndexCorruptError)
+    │   └── IndexCorruptError   the database is damaged or from a foreign version
+    ├── ModelError           a model provider failed (HTTP error, bad payload, timeout)
+    │   └── ContextOverflowError the request was larger than the model's context window
+    ├── ToolInputError       a tool was called with bad arguments
+    └── SessionLogError      a session log could not be written or read
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "ContextOverflowError",
+    "IndexCorruptError",
+    "IndexError_",
+    "MemdirError",
+    "ModelError",
+    "SessionLogError",
+    "ToolInputError",
+    "WorkspaceError",
+]
+
+
+class MemdirError(Exception):
+    """Base class of every error memdir raises on purpose."""
+
+
+class ConfigError(MemdirError):
+    """A setting is missing or invalid."""
+
+
+class WorkspaceError(MemdirError):
+    """A workspace path is invalid, outside the workspace, or cannot be read or written."""
+
+
+class IndexError_(MemdirError):
+    """The search index cannot be used."""
+
+
+class IndexCorruptError(IndexError_):
+    """The index database is damaged or was written by an incompatible version."""
+
+
+class ModelError(MemdirError):
+    """A model call failed.
+
+    Attributes:
+        status_code: the HTTP status of the provider's answer, when there was one.
+        body: the provider's error payload (parsed JSON or text), when there was one.
+    """
+
+    def __init__(
+        self, message: str, *, status_code: int | None = None, body: object = None
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.body = body
+
+
+class ContextOverflowError(ModelError):
+    """The request did not fit in the model's context window."""
+
+
+class ToolInputError(MemdirError):
+    """A tool was called with arguments it cannot use."""
+
+
+class SessionLogError(MemdirError):
+    """A session log could not be written or read."""

@@ -1,0 +1,56 @@
+"""Daily ledger blocks: ``## <kind> — <UTC instant>`` followed by ``- `` bullets.
+
+Ledgers are append-only. A block is written in one locked append, so concurrent writers never
+interleave or tear each other's lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import date
+
+from memdir.errors import MemdirError
+from memdir.workspace import Workspace
+
+__all__ = ["append_bullets", "format_block", "normalize_bullet"]
+
+_BULLET_PREFIX = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+_SPACE = re.compile(r"\s+")
+
+
+def normalize_bullet(text: str) -> str:
+    """Comparable form of a bullet: no list marker, case-folded, whitespace collapsed."""
+    text = _BULLET_PREFIX.sub("", text.strip(), count=1)
+    return _SPACE.sub(" ", text).strip().casefold().rstrip(" .。!！")
+
+
+def format_block(bullets: Iterable[str], *, header: str, instant: str) -> str:
+    """Render a ledger block; every bullet becomes one ``- `` line (inner newlines flattened)."""
+    lines = []
+    for bullet in bullets:
+        body = _SPACE.sub(" ", _BULLET_PREFIX.sub("", bullet.strip(), count=1)).strip()
+        if body:
+            lines.append(f"- {body}")
+    if not lines:
+        raise MemdirError("a ledger block needs at least one non-blank bullet")
+    return f"\n## {header} — {instant}\n" + "\n".join(lines) + "\n"
+
+
+def append_bullets(
+    ws: Workspace, bullets: Iterable[str], *, header: str, day: date | None = None
+) -> tuple[str, int, int]:
+    """Append a block of bullets to the ledger of ``day`` (default today in the workspace zone).
+
+    Returns ``(rel path, first bullet line, last bullet line)`` (1-based).
+    """
+    instant = ws.utc_now().isoformat(timespec="seconds").replace("+00:00", "Z")
+    block = format_block(bullets, header=header, instant=instant)
+    rel = ws.ledger_rel(day)
+    start, _ = ws.append_text(rel, block)
+    with ws.path(rel).open("rb") as handle:
+        before = handle.read(start).count(b"\n")
+    n_bullets = block.count("\n- ") + (1 if block.startswith("- ") else 0)
+    # Block layout: "\n", header line, bullets. Lines before the first bullet: before + 2.
+    first = before + 3
+    return rel, first, first + n_bullets - 1

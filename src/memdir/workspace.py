@@ -1,0 +1,427 @@
+"""The workspace: one agent's (or one user's) memory, kept as plain files.
+
+::
+
+    <workspace>/
+    ├── AGENTS.md                  standing instructions (optional)
+    ├── MEMORY.md                  curated long-term memory (rewritten by the consolidator)
+    ├── memory/YYYY-MM-DD.md       daily ledgers (append-only)
+    ├── memory/archive/            ledgers past retention (still searchable)
+    ├── memory/.history/           previous versions of MEMORY.md
+    ├── sessions/<id>.log.jsonl    raw messages offloaded before compaction
+    ├── large_tool_results/        evicted tool results
+    └── .index/memory_index.db     search index (derived, rebuildable)
+
+Every path a caller or a model gives is confined to the workspace. Rewrites are atomic (temp
+file + fsync + ``os.replace``); appends are one ``write`` under an ``fcntl`` lock, so several
+processes can share one workspace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import secrets
+from collections.abc import Callable, Iterator
+from datetime import UTC, date, datetime, tzinfo
+from pathlib import Path, PurePosixPath
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from memdir.errors import ConfigError, WorkspaceError
+
+__all__ = ["Clock", "Workspace", "resolve_workspace_root"]
+
+Clock = Callable[[], datetime]
+"""A callable returning the current instant as an aware :class:`datetime`."""
+
+WORKSPACE_ENV = "MEMDIR_WORKSPACE"
+TIMEZONE_ENV = "MEMDIR_TZ"
+DEFAULT_WORKSPACE = Path(".memdir") / "workspace"
+
+MEMORY_MD = "MEMORY.md"
+AGENTS_MD = "AGENTS.md"
+MEMORY_DIR = "memory"
+ARCHIVE_DIR = "memory/archive"
+HISTORY_DIR = "memory/.history"
+SESSIONS_DIR = "sessions"
+LARGE_RESULTS_DIR = "large_tool_results"
+INDEX_DIR = ".index"
+
+_LEDGER_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def resolve_workspace_root(root: str | os.PathLike[str] | None = None) -> Path:
+    """Return the workspace directory.
+
+    ``root``, else ``$MEMDIR_WORKSPACE``, else ``./.memdir/workspace``.
+    Blank values count as unset. The result is absolute; it need not exist yet.
+    """
+    chosen: str | os.PathLike[str] | None = root
+    if chosen is None or not str(chosen).strip():
+        env = os.environ.get(WORKSPACE_ENV, "").strip()
+        chosen = env or DEFAULT_WORKSPACE
+    if "\x00" in str(chosen):
+        raise WorkspaceError("workspace path contains a NUL byte")
+    return Path(chosen).expanduser().absolute()
+
+
+def _parse_zone(tz: tzinfo | str | None) -> tzinfo | None:
+    if tz is None:
+        env = os.environ.get(TIMEZONE_ENV, "").strip()
+        if not env:
+            return None
+        tz = env
+    if isinstance(tz, str):
+        if tz.upper() in {"UTC", "Z"}:
+            return UTC
+        try:
+            return ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ConfigError(
+                f"unknown time zone {tz!r}: use an IANA name such as 'Europe/Paris' or 'UTC'"
+            ) from exc
+    return tz
+
+
+class Workspace:
+    """A memory workspace directory.
+
+    Args:
+        root: the directory; ``None`` resolves ``$MEMDIR_WORKSPACE`` then ``./.memdir/workspace``.
+        tz: time zone for daily file names (a :class:`tzinfo` or an IANA name); default
+            ``$MEMDIR_TZ`` or the machine's local zone.
+        clock: returns the current instant (aware); inject one in tests or replays.
+        create: create the directory layout if it is missing.
+
+    Raises:
+        WorkspaceError: the root exists but is not a directory, or cannot be created.
+        ConfigError: the time zone is unknown.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        tz: tzinfo | str | None = None,
+        clock: Clock | None = None,
+        create: bool = True,
+    ) -> None:
+        self.root = resolve_workspace_root(root)
+        self.tz = _parse_zone(tz)
+        self._clock: Clock = clock or _utc_now
+        if self.root.exists() and not self.root.is_dir():
+            raise WorkspaceError(f"workspace {self.root} exists and is not a directory")
+        if create:
+            self.init()
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    @classmethod
+    def coerce(cls, workspace: Workspace | str | os.PathLike[str] | None) -> Workspace:
+        """Return ``workspace`` itself, or a :class:`Workspace` opened at that path."""
+        if isinstance(workspace, Workspace):
+            return workspace
+        return cls(workspace)
+
+    # -- layout -------------------------------------------------------------------------
+
+    def init(self) -> None:
+        """Create the directory layout (idempotent). Existing files are never touched."""
+        try:
+            for rel in (MEMORY_DIR, ARCHIVE_DIR, SESSIONS_DIR, LARGE_RESULTS_DIR, INDEX_DIR):
+                (self.root / rel).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot create workspace at {self.root}: {exc.strerror}") from exc
+
+    @property
+    def memory_md(self) -> Path:
+        """Absolute path of ``MEMORY.md``."""
+        return self.root / MEMORY_MD
+
+    @property
+    def agents_md(self) -> Path:
+        """Absolute path of ``AGENTS.md``."""
+        return self.root / AGENTS_MD
+
+    @property
+    def memory_dir(self) -> Path:
+        """Absolute path of ``memory/``."""
+        return self.root / MEMORY_DIR
+
+    @property
+    def archive_dir(self) -> Path:
+        """Absolute path of ``memory/archive/``."""
+        return self.root / ARCHIVE_DIR
+
+    @property
+    def history_dir(self) -> Path:
+        """Absolute path of ``memory/.history/``."""
+        return self.root / HISTORY_DIR
+
+    @property
+    def sessions_dir(self) -> Path:
+        """Absolute path of ``sessions/``."""
+        return self.root / SESSIONS_DIR
+
+    @property
+    def large_results_dir(self) -> Path:
+        """Absolute path of ``large_tool_results/``."""
+        return self.root / LARGE_RESULTS_DIR
+
+    @property
+    def index_dir(self) -> Path:
+        """Absolute path of ``.index/``."""
+        return self.root / INDEX_DIR
+
+    # -- time ---------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The current instant in the workspace's zone (aware)."""
+        instant = self._clock()
+        if instant.tzinfo is None:
+            raise ConfigError("the workspace clock must return an aware datetime")
+        return instant.astimezone(self.tz) if self.tz is not None else instant.astimezone()
+
+    def utc_now(self) -> datetime:
+        """The current instant in UTC."""
+        return self._clock().astimezone(UTC)
+
+    def today(self) -> date:
+        """Today's date in the workspace's zone."""
+        return self.now().date()
+
+    def zone_name(self) -> str:
+        """A readable name for the workspace's zone (``'Asia/Shanghai'``, ``'UTC'``, ``'CET'``)."""
+        if isinstance(self.tz, ZoneInfo):
+            return self.tz.key
+        return self.now().tzname() or "local"
+
+    def ledger_rel(self, day: date | None = None) -> str:
+        """Workspace-relative path of the daily ledger for ``day`` (default today)."""
+        return f"{MEMORY_DIR}/{(day or self.today()).isoformat()}.md"
+
+    # -- paths --------------------------------------------------------------------------
+
+    def relpath(self, path: str | os.PathLike[str]) -> str:
+        """Normalise a caller- or model-given path to a confined, workspace-relative POSIX path.
+
+        Accepts ``memory/x.md``, ``./memory/x.md`` and absolute paths that lie inside the
+        workspace. Raises :class:`WorkspaceError` for NUL bytes, empty paths, ``..`` that
+        leaves the workspace, absolute paths outside it, and symlinks that lead out of it.
+        """
+        raw = os.fspath(path)
+        if not isinstance(raw, str):
+            raise WorkspaceError("path must be text")
+        if "\x00" in raw:
+            raise WorkspaceError("path contains a NUL byte")
+        if not raw.strip():
+            raise WorkspaceError("path is empty")
+        try:
+            raw.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise WorkspaceError("path is not valid UTF-8 text") from exc
+        text = raw.strip().replace("\\", "/")
+        candidate = Path(text)
+        if candidate.is_absolute():
+            try:
+                text = candidate.resolve().relative_to(self.root.resolve()).as_posix()
+            except ValueError:
+                raise WorkspaceError(
+                    f"absolute path {raw!r} is outside the workspace; give a path relative to it"
+                ) from None
+        parts: list[str] = []
+        for part in PurePosixPath(text).parts:
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not parts:
+                    raise WorkspaceError(f"path {raw!r} leaves the workspace")
+                parts.pop()
+                continue
+            parts.append(part)
+        if not parts:
+            raise WorkspaceError(f"path {raw!r} names the workspace itself, not a file in it")
+        rel = "/".join(parts)
+        real_root = self.root.resolve()
+        real = (self.root / rel).resolve()
+        if real != real_root and real_root not in real.parents:
+            raise WorkspaceError(f"path {raw!r} leads outside the workspace through a symlink")
+        return rel
+
+    def path(self, rel: str | os.PathLike[str]) -> Path:
+        """Absolute path for a confined workspace-relative path (see :meth:`relpath`)."""
+        return self.root / self.relpath(rel)
+
+    def memory_files(self) -> list[str]:
+        """Workspace-relative paths of every searchable memory file, sorted.
+
+        ``MEMORY.md``, ``memory/*.md`` and ``memory/archive/*.md``; dot-files are skipped.
+        """
+        found: list[str] = []
+        if self.memory_md.is_file():
+            found.append(MEMORY_MD)
+        for rel_dir in (MEMORY_DIR, ARCHIVE_DIR):
+            directory = self.root / rel_dir
+            if not directory.is_dir():
+                continue
+            for entry in sorted(directory.iterdir()):
+                if entry.name.startswith(".") or entry.suffix != ".md":
+                    continue
+                if entry.is_file():
+                    found.append(f"{rel_dir}/{entry.name}")
+        return found
+
+    def ledgers(self, *, archived: bool = False) -> list[tuple[date, str]]:
+        """Daily ledgers as ``(date, rel path)`` sorted by date; ``archived`` lists the archive."""
+        directory = self.archive_dir if archived else self.memory_dir
+        out: list[tuple[date, str]] = []
+        if not directory.is_dir():
+            return out
+        prefix = ARCHIVE_DIR if archived else MEMORY_DIR
+        for entry in directory.iterdir():
+            match = _LEDGER_NAME.match(entry.name)
+            if not match or not entry.is_file():
+                continue
+            try:
+                day = date(int(match[1]), int(match[2]), int(match[3]))
+            except ValueError:
+                continue
+            out.append((day, f"{prefix}/{entry.name}"))
+        out.sort()
+        return out
+
+    # -- I/O ----------------------------------------------------------------------------
+
+    def read_text(self, rel: str | os.PathLike[str], *, missing_ok: bool = True) -> str:
+        """Read a workspace file as UTF-8 (undecodable bytes replaced).
+
+        A missing file reads as ``""`` when ``missing_ok``; otherwise it raises.
+        """
+        target = self.path(rel)
+        try:
+            return target.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            if missing_ok:
+                return ""
+            raise WorkspaceError(f"file not found: {self.relpath(rel)}") from None
+        except IsADirectoryError:
+            raise WorkspaceError(f"{self.relpath(rel)} is a directory, not a file") from None
+        except OSError as exc:
+            raise WorkspaceError(f"cannot read {self.relpath(rel)}: {exc.strerror}") from exc
+
+    def write_text(self, rel: str | os.PathLike[str], text: str) -> Path:
+        """Replace a file atomically: temp file in the same directory, fsync, ``os.replace``.
+
+        Readers see the old file or the new one, never a mix, even if the process dies.
+        """
+        return atomic_write(self.path(rel), text.encode("utf-8"))
+
+    def append_text(
+        self, rel: str | os.PathLike[str], text: str, *, fsync: bool = True
+    ) -> tuple[int, int]:
+        """Append ``text`` to a file in one ``write`` under an exclusive ``fcntl`` lock.
+
+        If the file does not end in a newline (a torn earlier write), a newline is written
+        first, in the same ``write``. Returns the ``(start, end)`` byte offsets of ``text``.
+        """
+        return locked_append(self.path(rel), text.encode("utf-8"), fsync=fsync)
+
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[None]:
+        """Hold an exclusive cross-process lock named ``name`` (a file under ``.index/locks``)."""
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", name):
+            raise WorkspaceError(f"invalid lock name {name!r}")
+        lock_dir = self.index_dir / "locks"
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        with file_lock(lock_dir / f"{name}.lock"):
+            yield
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write(target: Path, data: bytes) -> Path:
+    """Write ``data`` to ``target`` atomically (temp + fsync + ``os.replace`` + dir fsync)."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot create {target.parent}: {exc.strerror}") from exc
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise WorkspaceError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    _fsync_dir(target.parent)
+    return target
+
+
+def locked_append(target: Path, data: bytes, *, fsync: bool = True) -> tuple[int, int]:
+    """Append ``data`` to ``target`` in one write under ``fcntl.flock``; repair a torn tail.
+
+    Returns the byte offsets ``(start, end)`` of ``data`` in the file.
+    """
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot open {target} for append: {exc.strerror}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            size = os.fstat(fd).st_size
+            prefix = b""
+            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+                prefix = b"\n"
+            payload = prefix + data
+            view = memoryview(payload)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if fsync:
+                os.fsync(fd)
+            start = size + len(prefix)
+            return start, start + len(data)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot append to {target}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
+    """Hold an ``fcntl.flock`` on ``path`` (created if missing) for the ``with`` block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

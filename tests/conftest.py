@@ -1,0 +1,55 @@
+"""Test-wide fixtures: a fresh workspace, a fixed clock, and no real network."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memdir.workspace import Workspace
+
+
+class _NetworkBlocked(RuntimeError):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Tests never reach a real model provider: outbound internet connections fail loudly."""
+    real_connect = socket.socket.connect
+
+    def guarded(self: socket.socket, address: object) -> object:
+        host = address[0] if isinstance(address, tuple) else address
+        if (
+            isinstance(host, str)
+            and host not in {"127.0.0.1", "::1", "localhost"}
+            and (self.family in (socket.AF_INET, socket.AF_INET6))
+        ):
+            raise _NetworkBlocked(f"network access blocked in tests: {address!r}")
+        return real_connect(self, address)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+    yield
+
+
+class FixedClock:
+    """A settable clock for tests."""
+
+    def __init__(self, instant: datetime) -> None:
+        self.instant = instant
+
+    def __call__(self) -> datetime:
+        return self.instant
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+def ws(tmp_path: Path, clock: FixedClock) -> Workspace:
+    return Workspace(tmp_path / "ws", tz="UTC", clock=clock)

@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memdir.errors import ConfigError, WorkspaceError
+from memdir.ledger import append_bullets, normalize_bullet
+from memdir.workspace import Workspace, resolve_workspace_root
+
+
+def test_layout_created(ws: Workspace) -> None:
+    for rel in ("memory", "memory/archive", "sessions", "large_tool_results", ".index"):
+        assert (ws.root / rel).is_dir()
+
+
+def test_root_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MEMDIR_WORKSPACE", raising=False)
+    assert resolve_workspace_root() == tmp_path / ".memdir" / "workspace"
+    monkeypatch.setenv("MEMDIR_WORKSPACE", str(tmp_path / "env"))
+    assert resolve_workspace_root() == tmp_path / "env"
+    assert resolve_workspace_root(tmp_path / "arg") == tmp_path / "arg"
+    monkeypatch.setenv("MEMDIR_WORKSPACE", "   ")
+    assert resolve_workspace_root() == tmp_path / ".memdir" / "workspace"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["../x.md", "memory/../../x.md", "/etc/passwd", "a\x00b", "", "  ", ".", "memory/.."],
+)
+def test_paths_are_confined(ws: Workspace, bad: str) -> None:
+    with pytest.raises(WorkspaceError):
+        ws.relpath(bad)
+
+
+def test_symlink_out_of_workspace_is_refused(ws: Workspace, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("x", encoding="utf-8")
+    (ws.root / "memory" / "link").symlink_to(outside)
+    with pytest.raises(WorkspaceError, match="symlink"):
+        ws.relpath("memory/link/secret.md")
+
+
+def test_relpath_normalises(ws: Workspace) -> None:
+    assert ws.relpath("./memory//2026-01-01.md") == "memory/2026-01-01.md"
+    assert ws.relpath("memory/archive/../x.md") == "memory/x.md"
+    assert ws.relpath(str(ws.root / "MEMORY.md")) == "MEMORY.md"
+    assert ws.relpath("memory\\x.md") == "memory/x.md"
+
+
+def test_daily_name_uses_zone_and_clock(tmp_path: Path) -> None:
+    late = datetime(2026, 11, 30, 20, 0, tzinfo=UTC)
+    shanghai = Workspace(tmp_path / "a", tz="Asia/Shanghai", clock=lambda: late)
+    london = Workspace(tmp_path / "b", tz="Europe/London", clock=lambda: late)
+    assert shanghai.ledger_rel() == "memory/2026-12-01.md"
+    assert london.ledger_rel() == "memory/2026-11-30.md"
+    with pytest.raises(ConfigError):
+        Workspace(tmp_path / "c", tz="Mars/Olympus")
+
+
+def test_atomic_write_replaces(ws: Workspace) -> None:
+    ws.write_text("MEMORY.md", "one\n")
+    ws.write_text("MEMORY.md", "two\n")
+    assert ws.read_text("MEMORY.md") == "two\n"
+    assert not [p for p in ws.root.iterdir() if ".tmp-" in p.name]
+
+
+def test_append_repairs_missing_newline(ws: Workspace) -> None:
+    target = ws.path("memory/2026-11-30.md")
+    target.write_bytes(b"- torn line without newline")
+    ws.append_text("memory/2026-11-30.md", "- next\n")
+    assert target.read_text(encoding="utf-8") == "- torn line without newline\n- next\n"
+
+
+def test_append_bullets_reports_lines(ws: Workspace) -> None:
+    rel, first, last = append_bullets(ws, ["alpha", "- beta\nwrapped"], header="Memory Add")
+    lines = ws.read_text(rel).splitlines()
+    assert rel == "memory/2026-11-30.md"
+    assert lines[first - 1] == "- alpha"
+    assert lines[last - 1] == "- beta wrapped"
+    assert lines[first - 2].startswith("## Memory Add — 2026-11-30T09:00:00Z")
+    rel2, first2, _ = append_bullets(ws, ["gamma"], header="Memory Add")
+    assert ws.read_text(rel2).splitlines()[first2 - 1] == "- gamma"
+
+
+def test_normalize_bullet() -> None:
+    assert normalize_bullet("- Uses  SQLite.") == normalize_bullet("* uses sqlite")
+    assert normalize_bullet("1. 决定：用 PostgreSQL。") == "决定：用 postgresql"
+
+
+def _appender(root: str, worker: int, n: int, barrier: object) -> None:
+    ws = Workspace(root, tz="UTC")
+    barrier.wait()  # type: ignore[attr-defined]
+    for i in range(n):
+        ws.append_text("memory/2026-11-30.md", f"- w{worker} line {i} " + "x" * 300 + "\n")
+
+
+def test_concurrent_appends_never_tear(tmp_path: Path) -> None:
+    ctx = mp.get_context("spawn")
+    root = str(tmp_path / "ws")
+    Workspace(root)
+    barrier = ctx.Barrier(4)
+    procs = [ctx.Process(target=_appender, args=(root, w, 200, barrier)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    lines = (Path(root) / "memory/2026-11-30.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 800
+    assert len(set(lines)) == 800
+    assert all(line.startswith("- w") and line.endswith("x" * 300) for line in lines)
+
+
+def test_memory_files_and_ledgers(ws: Workspace) -> None:
+    ws.write_text("MEMORY.md", "# M\n")
+    ws.write_text("memory/2026-01-02.md", "- a\n")
+    ws.write_text("memory/archive/2025-01-01.md", "- b\n")
+    ws.write_text("memory/.consolidation_state", "{}")
+    ws.write_text("memory/notes.txt", "x")
+    assert ws.memory_files() == [
+        "MEMORY.md",
+        "memory/2026-01-02.md",
+        "memory/archive/2025-01-01.md",
+    ]
+    assert [rel for _, rel in ws.ledgers()] == ["memory/2026-01-02.md"]
+    assert [rel for _, rel in ws.ledgers(archived=True)] == ["memory/archive/2025-01-01.md"]
+    assert os.path.isdir(ws.history_dir.parent)
