@@ -12,18 +12,41 @@ from memdir.errors import (
     ToolInputError,
     WorkspaceError,
 )
+from memdir.messages import (
+    SUMMARY_NAME,
+    ImageBlock,
+    MessageFormatError,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from memdir.models import ChatModel, ModelResponse, ToolSpec, Usage
 from memdir.workspace import Workspace
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "SUMMARY_NAME",
+    "ChatModel",
     "ConfigError",
     "ContextOverflowError",
+    "ImageBlock",
     "IndexCorruptError",
     "MemdirError",
+    "MessageFormatError",
     "ModelError",
+    "ModelResponse",
+    "Msg",
     "SessionLogError",
+    "TextBlock",
+    "ThinkingBlock",
     "ToolInputError",
+    "ToolResultBlock",
+    "ToolSpec",
+    "ToolUseBlock",
+    "Usage",
     "Workspace",
     "WorkspaceError",
     "__version__",
