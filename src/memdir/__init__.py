@@ -12,6 +12,7 @@ from memdir.errors import (
     ToolInputError,
     WorkspaceError,
 )
+from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
 from memdir.messages import (
     SUMMARY_NAME,
     ImageBlock,
@@ -44,6 +45,8 @@ __all__ = [
     "ThinkingBlock",
     "ToolInputError",
     "ToolResultBlock",
+    "ToolResultEvictionConfig",
+    "ToolResultEvictor",
     "ToolSpec",
     "ToolUseBlock",
     "Usage",
