@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -12,6 +13,8 @@ from hypothesis import strategies as st
 
 from memdir.errors import MemdirError
 from memdir.messages import (
+    MISSING_RESULT_TEXT,
+    RAW_ARGUMENTS_KEY,
     SUMMARY_NAME,
     ImageBlock,
     MessageFormatError,
@@ -23,8 +26,13 @@ from memdir.messages import (
     ToolUseBlock,
     UnknownRoleError,
     dangling_tool_calls,
+    from_anthropic,
+    from_openai,
     msgs_from_json,
     msgs_to_json,
+    repair_tool_pairing,
+    to_anthropic,
+    to_openai,
 )
 
 # -- strategies (shared with the converter tests) ----------------------------------------------
@@ -222,3 +230,412 @@ def test_errors_are_memdir_errors() -> None:
     assert issubclass(MessageFormatError, MemdirError)
     assert issubclass(UnknownRoleError, MessageFormatError)
     assert issubclass(MissingToolCallIdError, MessageFormatError)
+
+
+# -- OpenAI format ---------------------------------------------------------------------------
+
+
+def _carried_openai(msgs: list[Msg]) -> list[tuple[object, ...]]:
+    """What survives Msg -> OpenAI -> Msg: one entry per OpenAI message."""
+    out: list[tuple[object, ...]] = []
+    names: dict[str, str] = {}
+    for m in msgs:
+        if m.role == "tool":
+            for r in m.tool_results:
+                output = r.output
+                if isinstance(output, list):
+                    output = [
+                        p
+                        if isinstance(p, TextBlock)
+                        else TextBlock(text=f"[image: {_describe(p)}]")
+                        for p in output
+                    ]
+                out.append(("tool", None, r.tool_use_id, names.get(r.tool_use_id), output))
+            continue
+        if m.role == "assistant":
+            blocks: tuple[object, ...] = (
+                tuple(b for b in m.content if isinstance(b, TextBlock)) + m.tool_uses
+            )
+            names.update((c.id, c.name) for c in m.tool_uses)
+        else:
+            blocks = tuple(
+                ImageBlock(source=b.source, media_type=_mime(b.source))
+                if isinstance(b, ImageBlock)
+                else b
+                for b in m.content
+            )
+        out.append((m.role, m.name, blocks))
+    return out
+
+
+def _describe(image: ImageBlock) -> str:
+    if image.source.startswith("data:"):
+        return image.media_type or str(_mime(image.source))
+    return image.source
+
+
+def _mime(source: str) -> str | None:
+    return source[5:].split(";", 1)[0] if source.startswith("data:") else None
+
+
+def _as_carried(msgs: list[Msg]) -> list[tuple[object, ...]]:
+    out: list[tuple[object, ...]] = []
+    for m in msgs:
+        if m.role == "tool":
+            (r,) = m.tool_results
+            assert not r.is_error
+            out.append(("tool", None, r.tool_use_id, r.name, r.output))
+        else:
+            out.append((m.role, m.name, m.content))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(messages(), max_size=6))
+def test_openai_round_trip_keeps_what_the_format_carries(msgs: list[Msg]) -> None:
+    wire = to_openai(msgs)
+    json.dumps(wire)  # the payload is plain JSON
+    assert _as_carried(from_openai(wire)) == _carried_openai(msgs)
+    assert to_openai(from_openai(wire)) == wire
+
+
+def test_openai_parallel_calls_and_results() -> None:
+    calls = [
+        ToolUseBlock(id="call_a", name="get_weather", input={"city": "Paris"}),
+        ToolUseBlock(id="call_b", name="get_weather", input={"city": "北京"}),
+    ]
+    msgs = [
+        Msg.system("be brief"),
+        Msg.user("weather in Paris and Beijing?", name="alice"),
+        Msg.assistant(tool_calls=calls),
+        Msg(
+            role="tool",
+            content=(
+                ToolResultBlock(tool_use_id="call_a", name="get_weather", output="18C"),
+                ToolResultBlock(tool_use_id="call_b", name="get_weather", output="5C"),
+            ),
+        ),
+        Msg.assistant("Paris 18C, Beijing 5C."),
+    ]
+    wire = to_openai(msgs)
+    assert wire == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "weather in Paris and Beijing?", "name": "alice"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                },
+                {
+                    "id": "call_b",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "北京"}'},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_a", "content": "18C"},
+        {"role": "tool", "tool_call_id": "call_b", "content": "5C"},
+        {"role": "assistant", "content": "Paris 18C, Beijing 5C."},
+    ]
+    back = from_openai(wire)
+    assert [m.role for m in back] == ["system", "user", "assistant", "tool", "tool", "assistant"]
+    assert back[2].tool_uses == tuple(calls)
+    assert [m.tool_results[0].name for m in back[3:5]] == ["get_weather", "get_weather"]
+
+
+def test_from_openai_reads_server_variants() -> None:
+    wire = [
+        {"role": "developer", "content": [{"type": "text", "text": "rules"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "what is this?"},
+                {
+                    "type": "image_url",
+                    "image_url": {"url": "data:image/png;base64,AAA", "detail": "low"},
+                },
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": "",
+            "reasoning_content": "look at the picture",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "zoom", "arguments": "{bad json"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "zoomed"}]},
+    ]
+    msgs = from_openai(wire)
+    assert msgs[0] == Msg.system("rules", id=msgs[0].id, created_at=msgs[0].created_at)
+    assert msgs[1].content[1] == ImageBlock(
+        source="data:image/png;base64,AAA", media_type="image/png"
+    )
+    assert msgs[2].content[0] == ThinkingBlock(thinking="look at the picture")
+    (call,) = msgs[2].tool_uses
+    assert call.input == {RAW_ARGUMENTS_KEY: "{bad json"}
+    # The model's malformed arguments go back verbatim, and thinking is not sent back.
+    out = to_openai(msgs)
+    assert out[2]["tool_calls"][0]["function"]["arguments"] == "{bad json"
+    assert "reasoning_content" not in out[2]
+    assert msgs[3].tool_results[0].name == "zoom"
+    assert msgs[3].tool_results[0].output == [TextBlock(text="zoomed")]
+
+
+@pytest.mark.parametrize(
+    ("wire", "error", "match"),
+    [
+        ([{"role": "robot", "content": "x"}], UnknownRoleError, "#0: unknown role 'robot'"),
+        ([{"role": "function", "content": "x"}], UnknownRoleError, "legacy 'function'"),
+        ([{"role": "tool", "content": "x"}], MissingToolCallIdError, "tool_call_id"),
+        (
+            [
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"type": "function", "function": {"name": "f"}}],
+                }
+            ],
+            MissingToolCallIdError,
+            "has no 'id'",
+        ),
+        (
+            [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]}],
+            MessageFormatError,
+            "no function name",
+        ),
+        (
+            [{"role": "user", "content": [{"type": "input_audio"}]}],
+            MessageFormatError,
+            "input_audio",
+        ),
+        ([{"role": "user", "content": 5}], MessageFormatError, "'content' must be"),
+        (["not a message"], MessageFormatError, "JSON object"),
+    ],
+)
+def test_from_openai_rejects_malformed_input(
+    wire: list[dict[str, object]], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        from_openai(wire)
+
+
+# -- Anthropic format ------------------------------------------------------------------------
+
+
+def _result_text(r: ToolResultBlock) -> object:
+    """The result as Anthropic carries it: no blank text parts, no media type for URLs."""
+    if isinstance(r.output, str):
+        return r.output
+    return [
+        p if isinstance(p, TextBlock) else (p.source, _mime(p.source))
+        for p in r.output
+        if not isinstance(p, TextBlock) or p.text.strip()
+    ]
+
+
+def _anthropic_facts(msgs: list[Msg]) -> tuple[object, ...]:
+    """What the Anthropic format carries, independent of how turns are grouped."""
+    calls = [(c.id, c.name, c.input) for m in msgs for c in m.tool_uses]
+    results = [(r.tool_use_id, _result_text(r), r.is_error) for m in msgs for r in m.tool_results]
+    texts = sorted(
+        (m.role == "assistant", b.text)
+        for m in msgs
+        if m.role != "system"
+        for b in m.content
+        if isinstance(b, TextBlock) and b.text.strip()
+    )
+    signed = [
+        ("" if b.redacted else b.thinking, b.signature, b.redacted)  # redacted: no text
+        for m in msgs
+        for b in m.content
+        if isinstance(b, ThinkingBlock) and b.signature is not None
+    ]
+    return calls, results, texts, signed
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(messages(), max_size=6))
+def test_anthropic_round_trip_keeps_what_the_format_carries(msgs: list[Msg]) -> None:
+    system, wire = to_anthropic(msgs)
+    json.dumps(wire)
+    back = from_anthropic(system, wire)
+    assert to_anthropic(back) == (system, wire)
+    non_system = [m for m in msgs if m.role != "system"]
+    assert _anthropic_facts([m for m in back if m.role != "system"]) == _anthropic_facts(non_system)
+    expected_system = "\n\n".join(m.text for m in msgs if m.role == "system" and m.text.strip())
+    assert system == (expected_system or None)
+    roles = [t["role"] for t in wire]
+    assert all(a != b for a, b in itertools.pairwise(roles)), "turns alternate"
+
+
+def test_anthropic_tool_turns_thinking_and_images() -> None:
+    calls = [
+        ToolUseBlock(id="toolu_1", name="read_file", input={"path": "src/app.py"}),
+        ToolUseBlock(id="toolu_2", name="read_file", input={"path": "README.md"}),
+    ]
+    msgs = [
+        Msg.system("You are terse."),
+        Msg(
+            role="user",
+            content=(TextBlock(text="look"), ImageBlock(source="data:image/jpeg;base64,/9j/")),
+        ),
+        Msg(
+            role="assistant",
+            content=(ThinkingBlock(thinking="two files", signature="sig=="), *calls),
+        ),
+        Msg(
+            role="tool",
+            content=(
+                ToolResultBlock(tool_use_id="toolu_1", output="print(1)"),
+                ToolResultBlock(tool_use_id="toolu_2", output="no such file", is_error=True),
+            ),
+        ),
+        Msg.user("and now?"),
+    ]
+    system, wire = to_anthropic(msgs)
+    assert system == "You are terse."
+    assert wire == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/"},
+                },
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "two files", "signature": "sig=="},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "read_file",
+                    "input": {"path": "src/app.py"},
+                },
+                {
+                    "type": "tool_use",
+                    "id": "toolu_2",
+                    "name": "read_file",
+                    "input": {"path": "README.md"},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "print(1)"},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_2",
+                    "content": "no such file",
+                    "is_error": True,
+                },
+                {"type": "text", "text": "and now?"},
+            ],
+        },
+    ]
+    back = from_anthropic(system, wire)
+    assert [m.role for m in back] == ["system", "user", "assistant", "tool", "user"]
+    assert [r.name for r in back[3].tool_results] == ["read_file", "read_file"]
+    assert back[3].tool_results[1].is_error
+    assert back[2].content[0] == ThinkingBlock(thinking="two files", signature="sig==")
+
+
+def test_from_anthropic_reads_redacted_thinking_and_system_blocks() -> None:
+    msgs = from_anthropic(
+        [
+            {"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "b"},
+        ],
+        [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "redacted_thinking", "data": "opaque"},
+                    {"type": "text", "text": "hello"},
+                ],
+            },
+        ],
+    )
+    assert msgs[0].text == "a\n\nb"
+    assert msgs[2].content[0] == ThinkingBlock(thinking="", signature="opaque", redacted=True)
+    _, wire = to_anthropic(msgs)
+    assert wire[1]["content"][0] == {"type": "redacted_thinking", "data": "opaque"}
+
+
+@pytest.mark.parametrize(
+    ("wire", "error", "match"),
+    [
+        ([{"role": "system", "content": "x"}], UnknownRoleError, "#0: unknown role 'system'"),
+        (
+            [{"role": "user", "content": [{"type": "tool_result", "content": "x"}]}],
+            MissingToolCallIdError,
+            "tool_use_id",
+        ),
+        (
+            [{"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": {}}]}],
+            MissingToolCallIdError,
+            "no 'id'",
+        ),
+        ([{"role": "user", "content": [{"type": "document"}]}], MessageFormatError, "document"),
+        ([{"role": "user", "content": None}], MessageFormatError, "'content' must be"),
+    ],
+)
+def test_from_anthropic_rejects_malformed_input(
+    wire: list[dict[str, object]], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        from_anthropic(None, wire)
+
+
+# -- repairing call/result pairing -----------------------------------------------------------
+
+
+def test_repair_adds_results_for_unanswered_calls_and_keeps_orphans() -> None:
+    a = ToolUseBlock(id="c1", name="search", input={"q": "x"})
+    b = ToolUseBlock(id="c2", name="search", input={"q": "y"})
+    msgs = [
+        Msg.tool_result("old", "orphaned output", name="grep"),  # its call was compacted away
+        Msg.user("go"),
+        Msg.assistant(tool_calls=[a, b]),
+        Msg.tool_result("c1", "found x"),
+        Msg.user("next"),
+        Msg.assistant(tool_calls=[ToolUseBlock(id="c3", name="search", input={})]),
+    ]
+    fixed = repair_tool_pairing(msgs)
+    assert [m.role for m in fixed] == [
+        "user",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "user",
+        "assistant",
+        "tool",
+    ]
+    assert "orphaned output" in fixed[0].text and "grep" in fixed[0].text
+    assert fixed[4].tool_results[0].tool_use_id == "c2"
+    assert fixed[4].tool_results[0].is_error
+    assert fixed[4].tool_results[0].output == MISSING_RESULT_TEXT
+    assert fixed[7].tool_results[0].tool_use_id == "c3"
+    assert dangling_tool_calls(fixed) == []
+    assert repair_tool_pairing(fixed) == fixed
+    assert len(msgs) == 6  # input untouched
+
+
+def test_repair_leaves_a_well_formed_conversation_alone() -> None:
+    call = ToolUseBlock(id="c1", name="t", input={})
+    msgs = [Msg.user("go"), Msg.assistant(tool_calls=[call]), Msg.tool_result("c1", "ok")]
+    assert repair_tool_pairing(msgs) == msgs

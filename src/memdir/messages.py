@@ -6,6 +6,9 @@ A :class:`Msg` has a role (``system``, ``user``, ``assistant``, ``tool``) and a 
 are paired with the assistant's tool calls by id. Parallel calls and a call whose result never
 came are both representable; :func:`dangling_tool_calls` finds the latter.
 
+Converters: :func:`to_openai` / :func:`from_openai` (chat completions) and :func:`to_anthropic`
+/ :func:`from_anthropic` (Messages API); each module docstring lists what the format cannot carry.
+
 Serialisation is lossless: ``Msg.from_dict(m.to_dict()) == m`` and
 ``msgs_from_json(msgs_to_json(ms)) == ms``.
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
+from memdir._anthropic_format import from_anthropic, to_anthropic
 from memdir._msg import (
     SUMMARY_NAME,
     Block,
@@ -34,8 +38,11 @@ from memdir._msg import (
     block_from_dict,
     block_to_dict,
 )
+from memdir._openai_format import RAW_ARGUMENTS_KEY, from_openai, to_openai
 
 __all__ = [
+    "MISSING_RESULT_TEXT",
+    "RAW_ARGUMENTS_KEY",
     "SUMMARY_NAME",
     "Block",
     "ImageBlock",
@@ -51,9 +58,19 @@ __all__ = [
     "block_from_dict",
     "block_to_dict",
     "dangling_tool_calls",
+    "from_anthropic",
+    "from_openai",
     "msgs_from_json",
     "msgs_to_json",
+    "repair_tool_pairing",
+    "to_anthropic",
+    "to_openai",
 ]
+
+MISSING_RESULT_TEXT = (
+    "Error: no result was recorded for this tool call (it was interrupted or lost)."
+)
+"""Output of the error result :func:`repair_tool_pairing` adds to an unanswered call."""
 
 
 def msgs_to_json(msgs: Iterable[Msg]) -> str:
@@ -80,3 +97,59 @@ def dangling_tool_calls(msgs: Sequence[Msg]) -> list[ToolUseBlock]:
     """Tool calls that no later ``tool`` message answers, in conversation order."""
     answered = {r.tool_use_id for m in msgs for r in m.tool_results}
     return [c for m in msgs for c in m.tool_uses if c.id not in answered]
+
+
+def repair_tool_pairing(msgs: Sequence[Msg]) -> list[Msg]:
+    """Make a conversation acceptable to providers that insist on paired calls and results.
+
+    Both OpenAI and Anthropic reject a tool call not answered right after it, and a result
+    whose call is not in the preceding assistant turn. This returns a copy in which every
+    unanswered call gets an error result (:data:`MISSING_RESULT_TEXT`, metadata
+    ``{"memdir.synthetic": True}``) placed after its turn's results, and every orphaned result
+    is turned into a user message quoting it, so nothing the conversation held is dropped.
+    The input is not modified; a conversation that needs no repair comes back equal.
+    """
+    out: list[Msg] = []
+    pending: dict[str, ToolUseBlock] = {}
+    orphans: list[ToolResultBlock] = []
+
+    def close_turn() -> None:
+        if pending:
+            missing = tuple(
+                ToolResultBlock(
+                    tool_use_id=c.id, name=c.name, output=MISSING_RESULT_TEXT, is_error=True
+                )
+                for c in pending.values()
+            )
+            out.append(Msg(role="tool", content=missing, metadata={"memdir.synthetic": True}))
+            pending.clear()
+        if orphans:
+            out.append(Msg.user("\n\n".join(_quote_result(r) for r in orphans)))
+            orphans.clear()
+
+    for msg in msgs:
+        if msg.role == "tool":
+            kept: list[Block] = []
+            for result in msg.tool_results:
+                if pending.pop(result.tool_use_id, None) is not None:
+                    kept.append(result)
+                else:
+                    orphans.append(result)
+            if len(kept) == len(msg.content):
+                out.append(msg)
+            elif kept:
+                out.append(msg.with_content(kept))
+            continue
+        close_turn()
+        out.append(msg)
+        if msg.role == "assistant":
+            pending = {c.id: c for c in msg.tool_uses}
+    close_turn()
+    return out
+
+
+def _quote_result(result: ToolResultBlock) -> str:
+    label = f"{result.name or 'tool'} result for call {result.tool_use_id}"
+    if result.is_error:
+        label += " (error)"
+    return f"[{label}]\n{result.text}"
