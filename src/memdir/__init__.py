@@ -13,6 +13,7 @@ from memdir.errors import (
     WorkspaceError,
 )
 from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
+from memdir.index import IndexStats, MemoryIndex, SearchHit
 from memdir.messages import (
     SUMMARY_NAME,
     ImageBlock,
@@ -24,6 +25,13 @@ from memdir.messages import (
     ToolUseBlock,
 )
 from memdir.models import ChatModel, ModelResponse, ToolSpec, Usage
+from memdir.tokens import (
+    EstimatingCounter,
+    ExactCounter,
+    TokenCounter,
+    UsageAnchor,
+    default_counter,
+)
 from memdir.workspace import Workspace
 
 __version__ = "0.1.0"
@@ -33,16 +41,22 @@ __all__ = [
     "ChatModel",
     "ConfigError",
     "ContextOverflowError",
+    "EstimatingCounter",
+    "ExactCounter",
     "ImageBlock",
     "IndexCorruptError",
+    "IndexStats",
     "MemdirError",
+    "MemoryIndex",
     "MessageFormatError",
     "ModelError",
     "ModelResponse",
     "Msg",
+    "SearchHit",
     "SessionLogError",
     "TextBlock",
     "ThinkingBlock",
+    "TokenCounter",
     "ToolInputError",
     "ToolResultBlock",
     "ToolResultEvictionConfig",
@@ -50,7 +64,9 @@ __all__ = [
     "ToolSpec",
     "ToolUseBlock",
     "Usage",
+    "UsageAnchor",
     "Workspace",
     "WorkspaceError",
     "__version__",
+    "default_counter",
 ]

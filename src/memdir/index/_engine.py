@@ -1,0 +1,116 @@
+"""The storage engine behind :class:`~memdir.index.MemoryIndex` (a small internal protocol).
+
+:class:`MemoryIndex` owns the workspace side (which files, when to look, ranking); an engine
+owns storage: per-file rows, incremental diffs in one short write transaction per file, and
+cheap candidate retrieval. SQLite FTS5 (:mod:`memdir.index._sqlite`) is the embedded default;
+another backend only has to implement :class:`Engine`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+from memdir.index._markdown import ParsedFile
+
+__all__ = ["Engine", "FileInfo", "FileSnapshot", "StoredRow", "SyncResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """What the engine remembers about one indexed file.
+
+    ``mtime_ns`` is ``-1`` when the recorded stat cannot be trusted (the file was modified
+    within the file system's timestamp granularity, or indexed from a string): the next check
+    then compares content hashes.
+    """
+
+    id: int
+    path: str
+    mtime_ns: int
+    size: int
+    digest: bytes
+    day: int | None  # proleptic ordinal of the ledger's date, if the name is a date
+    archived: bool
+    curated: bool  # MEMORY.md
+
+
+@dataclass(frozen=True, slots=True)
+class FileSnapshot:
+    """A file's content as read for indexing, with the stat taken before the read."""
+
+    text: str
+    digest: bytes
+    mtime_ns: int
+    size: int
+    parsed: ParsedFile
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    """Outcome of syncing one file: units inserted or replaced, units now held, changed."""
+
+    inserted: int
+    units: int
+    changed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRow:
+    """A unit as stored: file, lines, heading and text."""
+
+    rowid: int
+    file: FileInfo
+    line_number: int
+    line_end: int
+    heading: str | None
+    content: str
+
+
+class Engine(Protocol):
+    """Storage operations :class:`MemoryIndex` needs."""
+
+    def close(self) -> None:
+        """Release the connection."""
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A read transaction: queries inside it see one consistent state."""
+
+    def files(self) -> dict[str, FileInfo]:
+        """Every indexed file by workspace-relative path."""
+
+    def sync_file(
+        self, path: str, load: Callable[[], FileSnapshot | None], *, force: bool = False
+    ) -> SyncResult:
+        """Bring one file's rows in line with ``load()`` (``None``: the file is gone).
+
+        ``load`` runs inside the write transaction, so the last writer indexes the newest
+        content. Unchanged units are kept; only new or changed units are written. ``force``
+        rewrites every unit even if the content hash is unchanged.
+        """
+
+    def set_stat(self, path: str, mtime_ns: int, size: int) -> None:
+        """Record a new stat for an unchanged file."""
+
+    def remove_file(self, path: str) -> bool:
+        """Drop a file's rows; ``False`` when it was not indexed."""
+
+    def reset(self) -> None:
+        """Drop every row (a full rebuild follows)."""
+
+    def doc_count(self) -> int:
+        """Number of units in the index."""
+
+    def term_counts(self, phrases: Sequence[str], cap: int) -> list[int]:
+        """Document frequency of each FTS5 phrase, counted up to ``cap``."""
+
+    def rank(self, expression: str, limit: int) -> list[tuple[int, float]]:
+        """``(rowid, bm25)`` of the best ``limit`` rows for an FTS5 expression (lower = better)."""
+
+    def rowids(self, expression: str, limit: int) -> list[int]:
+        """Up to ``limit`` row ids matching an FTS5 expression, newest files first, unranked."""
+
+    def fetch(self, rowids: Sequence[int]) -> list[StoredRow]:
+        """The stored rows for ``rowids`` (missing ids are skipped), in no particular order."""

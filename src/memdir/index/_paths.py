@@ -1,0 +1,94 @@
+"""Which workspace files are searchable, and reading one consistently for indexing."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import time
+from datetime import date
+from pathlib import Path
+
+from memdir.errors import WorkspaceError
+from memdir.index._engine import FileSnapshot
+from memdir.index._markdown import parse_markdown
+
+__all__ = ["check_memory_path", "ledger_day", "load_snapshot", "snapshot_of_text"]
+
+_MEMORY_PATH = re.compile(r"^(?:MEMORY\.md|memory/(?:archive/)?[^/.][^/]*\.md)$")
+_DAY = re.compile(r"(?:^|/)(\d{4})-(\d{2})-(\d{2})\.md$")
+RACY_NS = 2_000_000_000
+"""A file modified less than this before it was read may change again within one mtime tick."""
+
+
+def check_memory_path(rel: str) -> str:
+    """Return ``rel`` if it names a searchable memory file, else raise :class:`WorkspaceError`."""
+    if not _MEMORY_PATH.match(rel):
+        raise WorkspaceError(
+            f"{rel!r} is not a memory file: the index holds MEMORY.md, memory/*.md and "
+            "memory/archive/*.md"
+        )
+    return rel
+
+
+def ledger_day(rel: str) -> int | None:
+    """Proleptic ordinal of a ledger's date (``memory/2026-11-30.md``), else ``None``."""
+    match = _DAY.search(rel)
+    if match is None:
+        return None
+    try:
+        return date(int(match[1]), int(match[2]), int(match[3])).toordinal()
+    except ValueError:
+        return None
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def snapshot_of_text(text: str) -> FileSnapshot:
+    """A snapshot of text given by the caller; its stat is unknown (``-1``)."""
+    data = text.encode("utf-8", errors="replace")
+    return FileSnapshot(
+        text=text, digest=_digest(data), mtime_ns=-1, size=-1, parsed=parse_markdown(text)
+    )
+
+
+def load_snapshot(path: Path) -> FileSnapshot | None:
+    """Read ``path`` under a shared ``flock`` (appends hold it exclusively), or ``None``.
+
+    The stat is taken under the same lock, before the read. When the file changed very
+    recently the recorded mtime is ``-1``, so the next check compares hashes instead of
+    trusting a timestamp that a same-size rewrite within one tick would not move.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError as exc:
+        raise WorkspaceError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        st = os.fstat(fd)
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    except IsADirectoryError:
+        return None
+    except OSError as exc:
+        raise WorkspaceError(f"cannot read {path}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    text = data.decode("utf-8", errors="replace")
+    settled = time.time_ns() - st.st_mtime_ns > RACY_NS and len(data) == st.st_size
+    return FileSnapshot(
+        text=text,
+        digest=_digest(data),
+        mtime_ns=st.st_mtime_ns if settled else -1,
+        size=st.st_size,
+        parsed=parse_markdown(text),
+    )

@@ -1,0 +1,160 @@
+"""Turn any user or model query into safe FTS5 terms.
+
+Nothing of the caller's syntax reaches FTS5: the query is cut into our own tokens, and every
+term becomes a double-quoted phrase of word characters, so quotes, ``*``, ``NEAR``, ``AND``,
+``OR``, ``NOT``, parentheses, ``-``, ``^``, ``:``, NUL bytes or lone surrogates are plain text.
+
+* Latin words are case-folded; FTS5's ``porter`` tokenizer stems them on both sides.
+  Words joined by ``-./:@`` (``2026-01-05``, ``gpt-4o``) stay one phrase.
+* Chinese runs are cut into words with ``rjieba`` when it is installed (imported lazily),
+  else into overlapping character pairs. A run of one or two characters is kept whole, so
+  ``市长`` matches inside ``南京市长江大桥``.
+* Katakana runs stay whole (loan words); hiragana runs (mostly particles and endings) and
+  Korean words longer than two syllables become overlapping pairs, which tolerates the
+  particles glued to Korean words.
+* Function words (``the``, ``what``, ``的``, ``什么``) are marked as stopwords. A stopword
+  written with a capital inside a sentence (``May``, ``US``) is kept as a name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from memdir.index._stopwords import EN_STOPWORDS, ZH_STOPWORDS
+from memdir.index._text import CJK_CHARS, HAN, HANGUL, HIRAGANA, KATAKANA
+
+__all__ = ["MAX_QUERY_CHARS", "MAX_TERMS", "Term", "analyze_query"]
+
+MAX_QUERY_CHARS = 4_000
+"""Only this much of a query is analysed (a 10 kB paste is still answered, quickly)."""
+MAX_TERMS = 32
+"""At most this many distinct terms are searched; the rest of a long query is ignored."""
+
+_WORD = f"(?:(?![{CJK_CHARS}])[^\\W_])+"
+_SEGMENTS = re.compile(
+    f"(?P<han>[{HAN}]+)|(?P<hira>[{HIRAGANA}]+)|(?P<kata>[{KATAKANA}]+)|(?P<hangul>[{HANGUL}]+)"
+    f"|(?P<word>{_WORD}(?:['’]{_WORD})?(?:[-./:@]{_WORD}(?:['’]{_WORD})?)*)"
+    r"|(?P<stop>[.?!。？！;；\n])"
+)
+_PART = re.compile(_WORD)
+_CLITICS = frozenset({"s", "t", "ll", "re", "ve", "d", "m"})
+_UNSAFE = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One query term: a phrase of index tokens (one token for a plain word).
+
+    Attributes:
+        tokens: case-folded tokens, in order (one per character for CJK words).
+        stop: a function word, searched only when the query has nothing else.
+        cjk: the term is written in CJK characters.
+    """
+
+    tokens: tuple[str, ...]
+    stop: bool = False
+    cjk: bool = False
+
+    @property
+    def fts(self) -> str:
+        """The term as an FTS5 phrase string (tokens are word characters only)."""
+        return '"' + " ".join(self.tokens) + '"'
+
+
+def _bigrams(run: str) -> list[str]:
+    if len(run) <= 2:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+_segmenter: Callable[[str], list[str]] | None = None
+_segmenter_loaded = False
+
+
+def _han_words(run: str) -> list[str]:
+    """Cut a run of Han characters into words (rjieba, else overlapping pairs)."""
+    global _segmenter, _segmenter_loaded
+    if len(run) <= 2:
+        return [run]
+    if not _segmenter_loaded:
+        _segmenter_loaded = True
+        try:
+            import rjieba  # optional, and slow to load: only when needed
+
+            _segmenter = rjieba.cut
+        except ImportError:  # pragma: no cover - depends on the platform
+            _segmenter = None
+    if _segmenter is None:
+        return _bigrams(run)
+    return [word for word in _segmenter(run) if word.strip()]
+
+
+def set_segmenter(segmenter: Callable[[str], list[str]] | None) -> None:
+    """Replace the Chinese word segmenter (``None``: overlapping pairs). For tests."""
+    global _segmenter, _segmenter_loaded
+    _segmenter, _segmenter_loaded = segmenter, True
+
+
+def _latin_term(text: str, *, sentence_start: bool) -> Term | None:
+    parts: list[str] = []
+    for chunk in re.split(r"[-./:@]", text):
+        pieces = _PART.findall(chunk)
+        if len(pieces) == 2 and pieces[1].lower() in _CLITICS:
+            pieces = pieces[:1]  # Caroline's -> caroline, don't -> don
+        parts.extend(piece.lower() for piece in pieces)
+    if not parts:
+        return None
+    stop = len(parts) == 1 and parts[0] in EN_STOPWORDS
+    if stop and not sentence_start and text[:1].isupper():
+        stop = False  # a name or a month: "in May", "the US"
+    return Term(tuple(parts), stop=stop)
+
+
+def _terms(query: str) -> Iterator[Term]:
+    sentence_start = True
+    for match in _SEGMENTS.finditer(query):
+        kind = match.lastgroup
+        text = match.group()
+        if kind == "stop":
+            sentence_start = True
+            continue
+        if kind == "word":
+            term = _latin_term(text, sentence_start=sentence_start)
+            if term is not None:
+                yield term
+        elif kind == "han":
+            for word in _han_words(text):
+                yield Term(tuple(word), stop=word in ZH_STOPWORDS, cjk=True)
+        elif kind == "kata":
+            yield Term(tuple(text), cjk=True)
+        elif kind == "hira":
+            for pair in _bigrams(text):
+                yield Term(tuple(pair), stop=True, cjk=True)
+        else:  # hangul
+            for pair in _bigrams(text):
+                yield Term(tuple(pair), cjk=True)
+        sentence_start = False
+
+
+def analyze_query(query: str) -> list[Term]:
+    """Distinct terms of ``query`` in order of first appearance (at most :data:`MAX_TERMS`).
+
+    Stopwords are kept in the list (marked); callers search them only when nothing else is
+    left. Any string is accepted; a blank one gives ``[]``.
+    """
+    cleaned = _UNSAFE.sub(" ", query[:MAX_QUERY_CHARS])
+    seen: dict[tuple[str, ...], Term] = {}
+    for term in _terms(cleaned):
+        known = seen.get(term.tokens)
+        if known is None:
+            if len(seen) >= MAX_TERMS * 2:
+                break
+            seen[term.tokens] = term
+        elif known.stop and not term.stop:
+            seen[term.tokens] = term
+    content = [term for term in seen.values() if not term.stop][:MAX_TERMS]
+    stops = [term for term in seen.values() if term.stop][: MAX_TERMS - len(content)]
+    keep = {term.tokens for term in content + stops}
+    return [term for term in seen.values() if term.tokens in keep]

@@ -1,0 +1,62 @@
+"""Text analysis shared by indexing and querying.
+
+SQLite's ``unicode61`` tokenizer keeps a run of Chinese, Japanese or Korean characters as one
+token, so ``迁移`` would never match inside ``我们讨论了数据库迁移方案``. Before text reaches
+FTS5 every CJK character is therefore set apart by spaces (one token per character). That is a
+pure function of the text, with no dictionary, so deleting a row from the contentless FTS5
+table can re-derive exactly the tokens that were inserted. Queries are cut into words (see
+:mod:`memdir.index._query`) and each CJK word becomes a phrase of its characters, which
+matches the word anywhere, including 2-character terms inside longer words.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "ANALYZER_VERSION",
+    "CJK_CHARS",
+    "HAN",
+    "HANGUL",
+    "HIRAGANA",
+    "KATAKANA",
+    "index_body",
+    "text_tokens",
+]
+
+ANALYZER_VERSION = "cjk-unigram/1"
+"""Changes whenever :func:`index_body` would produce different tokens (forces a rebuild)."""
+
+# Fixed code point ranges (not ``unicodedata``) so the analysis is identical on every Python.
+HAN = (
+    "\u2e80-\u2fdf\u3005\u3007\u3021-\u3029\u3038-\u303b\u3400-\u4dbf\u4e00-\u9fff"
+    "\uf900-\ufaff\U00020000-\U0003134f"
+)
+HIRAGANA = "\u3041-\u309f"
+KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+HANGUL = "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
+CJK_CHARS = HAN + HIRAGANA + KATAKANA + HANGUL
+
+_CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# A token as unicode61 sees it: letters and digits (the underscore separates).
+_TOKEN = re.compile(f"[{CJK_CHARS}]|(?:(?![{CJK_CHARS}])[^\\W_])+")
+
+
+def _spread(match: re.Match[str]) -> str:
+    return " " + " ".join(match.group()) + " "
+
+
+def index_body(text: str) -> str:
+    """The text FTS5 indexes for ``text``: CJK characters spaced apart, control bytes blanked.
+
+    Pure and deterministic; see :data:`ANALYZER_VERSION`.
+    """
+    if not text.isascii():
+        text = _CJK_RUN.sub(_spread, text)
+    return _CONTROL.sub(" ", text)
+
+
+def text_tokens(text: str) -> list[str]:
+    """Case-folded tokens of ``text`` in order (one per CJK character), without stemming."""
+    return [token.lower() for token in _TOKEN.findall(text)]

@@ -1,0 +1,54 @@
+"""Result types of the memory index."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["IndexStats", "SearchHit"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchHit:
+    """One search result: a line (usually one bullet) or a small span of lines of a memory file.
+
+    Attributes:
+        path: workspace-relative POSIX path of the file (``MEMORY.md``, ``memory/2026-11-30.md``,
+            ``memory/archive/2025-01-02.md``).
+        line_number: first line of the span, 1-based.
+        line_end: last line of the span, 1-based, inclusive (equal to ``line_number`` for a
+            one-line hit).
+        content: the text of those lines as stored in the file (joined with ``\\n``).
+        score: relevance; higher is better. Scores compare hits of one query only: they are a
+            BM25 sum over the matched query terms (rare terms weigh more), scaled by how much
+            of the query the span covers, with small bonuses for terms standing close together,
+            for recent daily files and for ``MEMORY.md``.
+        heading: text of the nearest Markdown heading above the span (without ``#``), if any.
+        archived: the file lives in ``memory/archive/``.
+    """
+
+    path: str
+    line_number: int
+    line_end: int
+    content: str
+    score: float
+    heading: str | None = None
+    archived: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexStats:
+    """What one indexing pass did.
+
+    Attributes:
+        files_indexed: files whose content changed and were (re)indexed.
+        files_unchanged: files skipped because they had not changed.
+        files_removed: files that no longer exist and whose rows were removed.
+        lines_indexed: searchable spans inserted or replaced (unchanged spans are not counted).
+        seconds: wall time of the pass.
+    """
+
+    files_indexed: int
+    files_unchanged: int
+    files_removed: int
+    lines_indexed: int
+    seconds: float

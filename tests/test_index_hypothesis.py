@@ -1,0 +1,100 @@
+"""Property tests: any query is safe; single-token queries agree with a naive scan."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memdir.index import MemoryIndex
+from memdir.workspace import Workspace
+
+SYNTAX = ['"', "'", "*", "(", ")", "NEAR", "AND", "OR", "NOT", "-", "^", ":", "+", "{", "}"]
+WORDS = ["alpha", "bravo", "delta", "kilo", "zulu", "tango", "oscar", "quebec"]
+HAN = list("数据库迁移方案市长江大桥的")
+_TOKEN = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
+
+
+@pytest.fixture(scope="module")
+def shared_index() -> Iterator[MemoryIndex]:
+    root = Path(tempfile.mkdtemp(prefix="memdir-hyp-"))
+    ws = Workspace(root, tz="UTC")
+    ws.write_text("memory/2026-01-01.md", "- alpha 数据库迁移 NEAR AND OR NOT\n- 🦄 emoji\n")
+    idx = MemoryIndex(ws)
+    idx.refresh()
+    yield idx
+    idx.close()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+queries = st.one_of(
+    st.text(st.characters(exclude_categories=()), max_size=200),
+    st.lists(st.sampled_from([*SYNTAX, "alpha", "数据", " ", "\x00", "\ud800"]), max_size=30).map(
+        "".join
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(query=queries, limit=st.integers(min_value=1, max_value=50))
+def test_any_text_query_never_raises(shared_index: MemoryIndex, query: str, limit: int) -> None:
+    hits = shared_index.search(query, limit=limit)
+    assert len(hits) <= limit
+    if not query.strip():
+        assert hits == []
+
+
+segment = st.one_of(
+    st.sampled_from(WORDS)
+    .map(lambda w: st.sampled_from([w, w.upper(), w.title()]))
+    .flatmap(lambda s: s),
+    st.lists(st.sampled_from(HAN), min_size=1, max_size=6).map("".join),
+    st.sampled_from([",", ".", "-", "!"]),
+)
+line = st.lists(segment, min_size=1, max_size=8).map(" ".join)
+files = st.lists(st.lists(line, min_size=1, max_size=8), min_size=1, max_size=3)
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def _contains(tokens: list[str], needle: list[str]) -> bool:
+    n = len(needle)
+    return any(tokens[i : i + n] == needle for i in range(len(tokens) - n + 1))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    content=files,
+    query=st.one_of(
+        st.sampled_from(WORDS),
+        st.sampled_from(WORDS).map(str.upper),
+        st.sampled_from(HAN),
+        st.sampled_from(["数据", "迁移", "市长", "江大", "桥的", "库迁"]),
+    ),
+)
+def test_single_token_queries_agree_with_a_naive_scan(content: list[list[str]], query: str) -> None:
+    root = Path(tempfile.mkdtemp(prefix="memdir-hyp-"))
+    try:
+        ws = Workspace(root, tz="UTC")
+        expected: set[tuple[str, int]] = set()
+        needle = _tokens(query)
+        for day, lines in enumerate(content, start=1):
+            rel = f"memory/2026-02-{day:02d}.md"
+            ws.write_text(rel, "".join(f"- {text}\n" for text in lines))
+            for number, text in enumerate(lines, start=1):
+                if _contains(_tokens(text), needle):
+                    expected.add((rel, number))
+        with MemoryIndex(ws) as idx:
+            idx.refresh()
+            hits = idx.search(query, limit=1000)
+        assert {(h.path, h.line_number) for h in hits} == expected
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
