@@ -8,16 +8,20 @@ Usage::
 The corpus is generated from text already on the machine, deterministically:
 
 * english  - docstrings of the Python standard library
-* chinese  - zh_CN gettext catalogues (``/usr/share/locale/zh_CN``), joined into paragraphs
+* chinese  - half prose (zh_CN man pages, the vim tutor, GnuPG help, the systemd catalogue),
+  half zh_CN gettext catalogue strings joined into paragraphs
 * code     - windows of standard-library source
 * json_en / json_zh - tool calls and tool results built from the pools above, serialised
   like a provider sees them (``ensure_ascii=False``)
 * memory   - ledger bullets: 60 % English, 25 % Chinese, 15 % mixed
 * other    - ja, ko, ru, de, fr, es catalogues (weights for other scripts)
 
-Every *source* (a stdlib module, a catalogue) goes either to the calibration half or to the
-evaluation half, by a hash of its name, so no evaluation text, nor anything from the same
-file, is seen by the fit. Needs the ``tokens`` extra (quicktok) and numpy.
+Every *source* (a stdlib module, a catalogue, a man page) goes either to the calibration half
+or to the evaluation half, by a hash of its name, so no evaluation text, nor anything from the
+same file, is seen by the fit. Two more categories are evaluated but never fitted: natural
+conversation turns read (not copied) from the third-party evaluation sets in
+``/work/shared/bench`` - English from LoCoMo, Chinese from MemDaily - when they are present.
+Needs the ``tokens`` extra (quicktok) and numpy.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ from __future__ import annotations
 import argparse
 import ast
 import gettext
+import gzip
 import hashlib
 import json
 import math
 import random
+import re
 import statistics
 import sys
 import sysconfig
@@ -42,7 +48,17 @@ from memdir._tokenizers import FEATURES, PROFILES, EstimatorProfile, features, l
 
 CATEGORIES = ("english", "chinese", "code", "json_en", "json_zh", "memory", "other")
 PER_CATEGORY = 600  # samples per category, half of them in each half
+EXTERNAL = ("chat_en", "chat_zh")  # evaluation only
 LOCALE = Path("/usr/share/locale")
+BENCH = Path("/work/shared/bench")
+ZH_PROSE = [
+    *sorted(Path("/usr/share/man/zh_CN").glob("man*/*.gz")),
+    Path("/usr/share/vim/vim90/tutor/tutor.zh_cn.utf-8"),
+    Path("/usr/share/vim/vim90/tutor/tutor.zh.utf-8"),
+    Path("/usr/share/gnupg/help.zh_CN.txt"),
+    Path("/usr/lib/systemd/catalog/systemd.zh_CN.catalog"),
+]
+_GROFF_ESCAPE = re.compile(r"\\f(?:\(..|\[[^]]*\]|.)|\\\(..|\\[&|^]")
 
 
 def _half(name: str) -> str:
@@ -102,6 +118,24 @@ def _catalog(lang: str) -> dict[str, list[str]]:
     return out
 
 
+def _paragraphs(path: Path) -> list[str]:
+    """Prose paragraphs of a text file or a (gzipped) man page, markup removed."""
+    try:
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError, gzip.BadGzipFile):
+        return []
+    lines = []
+    for line in text.splitlines():
+        if line.startswith((".", "'", "--")):
+            lines.append("")
+            continue
+        line = _GROFF_ESCAPE.sub("", line).replace("\\-", "-").replace("\\e", "\\")
+        lines.append(line)
+    paragraphs = [p.strip() for p in "\n".join(lines).split("\n\n")]
+    return [p + "\n" for p in paragraphs if len(p) >= 10]
+
+
 def _sources() -> dict[str, dict[str, dict[str, list[str]]]]:
     """{half: {pool: {source_name: [texts]}}}."""
     halves: dict[str, dict[str, dict[str, list[str]]]] = {"calib": {}, "eval": {}}
@@ -120,6 +154,8 @@ def _sources() -> dict[str, dict[str, dict[str, list[str]]]]:
     for name, texts in _catalog("zh_CN").items():
         han = [t for t in texts if sum("\u4e00" <= c <= "\u9fff" for c in t) >= len(t) * 0.3]
         put("zh", name, han)
+    for path in ZH_PROSE:
+        put("zh_prose", path.as_posix(), _paragraphs(path))
     for lang in ("ja", "ko", "ru", "de", "fr", "es"):
         for name, texts in _catalog(lang).items():
             put("other", name, texts)
@@ -169,7 +205,8 @@ class _Pools:
         return self.prose("docs", length, "\n\n")
 
     def chinese(self, length: int) -> str:
-        return self.prose("zh", max(20, length // 2), "")
+        pool = "zh_prose" if self.rng.random() < 0.5 else "zh"
+        return self.prose(pool, max(20, length // 2), "")
 
     def other(self, length: int) -> str:
         return self.prose("other", length, " ")
@@ -254,6 +291,29 @@ class _Pools:
         }[category](length)
 
 
+def _chat_samples(path: Path, rng: random.Random, count: int) -> list[str]:
+    """Runs of consecutive conversation turns from a memret/1 file (read, never stored)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    turns = [
+        [f"{d['speaker']}: {d['text']}" if d.get("speaker") else d["text"] for d in c["docs"]]
+        for c in data["corpora"]
+        if c["docs"]
+    ]
+    out = []
+    for _ in range(count):
+        conv = rng.choice(turns)
+        start, length, parts = rng.randrange(len(conv)), _length(rng), []
+        for turn in conv[start:]:
+            parts.append(turn)
+            if sum(map(len, parts)) >= length:
+                break
+        out.append("\n".join(parts))
+    return out
+
+
 def corpus(seed: int = 20261130) -> dict[str, dict[str, list[str]]]:
     """{half: {category: [texts]}}, deterministic for a given machine."""
     sources = _sources()
@@ -261,6 +321,14 @@ def corpus(seed: int = 20261130) -> dict[str, dict[str, list[str]]]:
     for half, pools in sources.items():
         gen = _Pools(pools, random.Random(f"{seed}-{half}"))
         out[half] = {c: [gen.sample(c) for _ in range(PER_CATEGORY // 2)] for c in CATEGORIES}
+    rng = random.Random(f"{seed}-external")
+    for category, path in (
+        ("chat_en", BENCH / "locomo" / "memret.json"),
+        ("chat_zh", BENCH / "memdaily" / "memret_traj_dev.json"),
+    ):
+        samples = _chat_samples(path, rng, PER_CATEGORY // 2)
+        if samples:
+            out["eval"][category] = samples
     return out
 
 
@@ -386,9 +454,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, fn in exact.items():
         assert fn is not None
         print(f"\n### error vs exact {name} (held-out half): bias % / mean |err| % / p95 |err| %\n")
-        print("| estimator | " + " | ".join(CATEGORIES) + " |")
-        print("|---" * (len(CATEGORIES) + 1) + "|")
-        truth = {c: [fn(t) for t in data["eval"][c]] for c in CATEGORIES}
+        cats = list(data["eval"])
+        print("| estimator | " + " | ".join(cats) + " |")
+        print("|---" * (len(cats) + 1) + "|")
+        truth = {c: [fn(t) for t in data["eval"][c]] for c in cats}
         rows: list[tuple[str, Callable[[str], int]]] = [
             (f"memdir estimator ({name} profile)", PROFILES[name].estimate),
             *BASELINES.items(),
@@ -398,16 +467,16 @@ def main(argv: list[str] | None = None) -> int:
             assert cl is not None
             rows.append(("exact cl100k_base", cl))
         for label, est in rows:
-            cells = [summary(errors(est, data["eval"][c], truth[c])) for c in CATEGORIES]
+            cells = [summary(errors(est, data["eval"][c], truth[c])) for c in cats]
             print(f"| {label} | " + " | ".join(cells) + " |")
         # Same weights refitted on the evaluation half: how much is left on the table.
         eval_texts = [t for c in CATEGORIES for t in data["eval"][c]]
         oracle = EstimatorProfile(
             name="oracle", weights=fit(eval_texts, [fn(t) for t in eval_texts])
         )
-        cells = [summary(errors(oracle.estimate, data["eval"][c], truth[c])) for c in CATEGORIES]
+        cells = [summary(errors(oracle.estimate, data["eval"][c], truth[c])) for c in cats]
         print("| (oracle: weights fitted on the eval half) | " + " | ".join(cells) + " |")
-        ratio = {c: sum(len(t) for t in data["eval"][c]) / sum(truth[c]) for c in CATEGORIES}
+        ratio = {c: sum(len(t) for t in data["eval"][c]) / sum(truth[c]) for c in cats}
         print("\nchars per token:", {c: round(r, 2) for c, r in ratio.items()})
 
     texts = [t for c in CATEGORIES for t in data["eval"][c]]
