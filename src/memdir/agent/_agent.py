@@ -1,0 +1,550 @@
+"""HarnessAgent: a tool-calling loop with durable memory and a context that does not overflow.
+
+::
+
+    agent = HarnessAgent(name="MyAgent", model=model, workspace=ws, tools=[my_tool])
+    reply = await agent.call("What did we decide about the database?")
+
+Each call appends the input to the session, then loops: hooks prepare the request
+(eviction, compaction, workspace context), the model answers, its tool calls run (concurrently),
+results go back, until the model answers without tools or ``max_iters`` is reached. The session's
+conversation is persisted after every step (``sessions/<id>.state.json``). Calls on one session
+are serialised: in one process by an asyncio lock, across processes by a file lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import fcntl
+import logging
+import os
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from typing import Any, Final, TypeAlias
+
+from memdir.agent._file_tools import FILE_TOOLS
+from memdir.agent._state import SessionStore, check_session_id, repair_dangling
+from memdir.agent._toolkit import Tool, tool_from_function
+from memdir.agent.events import (
+    AgentEvent,
+    PostActingEvent,
+    PostCallEvent,
+    PostReasoningEvent,
+    PreActingEvent,
+    PreCallEvent,
+    PreReasoningEvent,
+)
+from memdir.agent.hooks import HookFn, HookRegistry, ToolResultEvictionHook, merge_metadata
+from memdir.errors import ConfigError, MemdirError
+from memdir.eviction import ToolResultEvictionConfig
+from memdir.messages import Msg, ToolResultBlock, ToolUseBlock
+from memdir.models import ChatModel, ModelResponse, ToolSpec
+from memdir.workspace import Workspace
+
+__all__ = ["HarnessAgent", "SessionBusyError"]
+
+logger = logging.getLogger("memdir.agent")
+
+AgentInput: TypeAlias = str | Msg | Sequence[Msg] | None
+_Emit: TypeAlias = Callable[[AgentEvent], Awaitable[None]]
+
+_DEFAULT_EVICTION: Final = ToolResultEvictionConfig.defaults()
+_LAST_ROUND_NOTE: Final = (
+    "You have used every tool call available for this request. Answer now with what you have; "
+    "say what is still open."
+)
+
+
+class SessionBusyError(MemdirError):
+    """Another process is running a call on the same session."""
+
+
+class HarnessAgent:
+    """A ReAct agent whose memory lives in a workspace.
+
+    Args:
+        name: the agent's name (recorded in the session state).
+        model: the chat model.
+        workspace: a :class:`Workspace` or its directory.
+        system_prompt: the base system prompt; the workspace context is appended to it.
+        tools: extra tools: plain functions (schema from signature and docstring) or
+            :class:`~memdir.agent.Tool` objects.
+        tool_result_eviction: eviction settings; ``None`` turns eviction off.
+        session_id: the default session (``call(..., session_id=...)`` picks another).
+        max_iters: model calls with tools per ``call()``; one more, without tools, forces a
+            final answer.
+        memory_tools: offer ``memory_search``, ``memory_get`` and ``memory_add``.
+        file_tools: offer ``read_file``, ``write_file``, ``edit_file`` and ``list_files``.
+        workspace_context: inject the date, AGENTS.md and MEMORY.md into the system prompt.
+        max_context_tokens: budget of the injected AGENTS.md and MEMORY.md.
+        tool_timeout: seconds one tool call may take (``None``: no limit).
+        max_output_tokens: passed to the model on every call.
+        lock_timeout: seconds to wait for a session another process is using.
+        close_timeout: seconds :meth:`close` waits for background memory work.
+
+    Raises:
+        ConfigError: a bad setting or tool (a duplicate name, a parameter with no JSON form).
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str = "agent",
+        model: ChatModel,
+        workspace: Workspace | str | os.PathLike[str] | None = None,
+        system_prompt: str | None = None,
+        tools: Sequence[Callable[..., Any] | Tool] = (),
+        tool_result_eviction: ToolResultEvictionConfig | None = _DEFAULT_EVICTION,
+        session_id: str = "default",
+        max_iters: int = 20,
+        memory_tools: bool = True,
+        file_tools: bool = True,
+        workspace_context: bool = True,
+        max_context_tokens: int = 8_000,
+        tool_timeout: float | None = None,
+        max_output_tokens: int | None = None,
+        lock_timeout: float = 60.0,
+        close_timeout: float = 30.0,
+    ) -> None:
+        if not callable(getattr(model, "generate", None)):
+            raise ConfigError("model must be a ChatModel (an object with an async generate())")
+        if isinstance(max_iters, bool) or not isinstance(max_iters, int) or max_iters < 1:
+            raise ConfigError("max_iters must be a positive integer")
+        self.name = name
+        self.model = model
+        self.workspace = Workspace.coerce(workspace)
+        self.system_prompt = system_prompt
+        self.session_id = check_session_id(session_id)
+        self.max_iters = max_iters
+        self.tool_timeout = tool_timeout
+        self.max_output_tokens = max_output_tokens
+        self.lock_timeout = lock_timeout
+        self.close_timeout = close_timeout
+        self._tools: dict[str, Tool] = {}
+        if memory_tools:
+            self._add_memory_tools()
+        if file_tools:
+            for fn in FILE_TOOLS:
+                self._add_tool(tool_from_function(fn))
+        for tool in tools:
+            self._add_tool(tool_from_function(tool))
+        self._hooks = HookRegistry()
+        self._store = SessionStore(self.workspace, name)
+        self._sessions: dict[str, list[Msg]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self._sync_loop: asyncio.AbstractEventLoop | None = None
+        self._sync_thread: threading.Thread | None = None
+        self.eviction_hook: ToolResultEvictionHook | None = None
+        if tool_result_eviction is not None:
+            self.eviction_hook = ToolResultEvictionHook(self.workspace, tool_result_eviction)
+            self._hooks.add(self.eviction_hook)
+        self.context_hook: Any = None
+        if workspace_context:
+            from memdir.agent._context import WorkspaceContextHook
+
+            self.context_hook = WorkspaceContextHook(
+                self.workspace,
+                max_context_tokens=max_context_tokens,
+                memory_tools=memory_tools,
+            )
+            self._hooks.add(self.context_hook)
+
+    # -- tools and hooks ------------------------------------------------------------------
+
+    def _add_memory_tools(self) -> None:
+        from memdir.tools import TOOL_DESCRIPTIONS, TOOL_FUNCTIONS, TOOL_SCHEMAS
+
+        for tool_name, fn in TOOL_FUNCTIONS.items():
+            self._add_tool(
+                tool_from_function(
+                    fn,
+                    name=tool_name,
+                    description=TOOL_DESCRIPTIONS[tool_name],
+                    parameters=TOOL_SCHEMAS[tool_name],
+                    error_prefix="Error:",
+                )
+            )
+
+    def _add_tool(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ConfigError(
+                f"two tools are named {tool.name!r}: rename one (built-in tools can be turned "
+                "off with memory_tools=False or file_tools=False)"
+            )
+        self._tools[tool.name] = tool
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        """The tools offered to the model."""
+        return [t.spec for t in self._tools.values()]
+
+    def add_hook(
+        self,
+        hook: HookFn,
+        *,
+        priority: int | None = None,
+        events: tuple[type[AgentEvent], ...] | None = None,
+    ) -> None:
+        """Register a hook: a (sync or async) callable taking an event.
+
+        Args:
+            hook: the callable; it may change the replaceable fields of the event.
+            priority: lower runs first (default: ``hook.priority`` or 500).
+            events: event classes to receive (default: ``hook.events``, or every event).
+        """
+        self._hooks.add(hook, priority=priority, events=events)
+
+    def remove_hook(self, hook: HookFn) -> bool:
+        """Unregister a hook; returns whether it was registered."""
+        return self._hooks.remove(hook)
+
+    @property
+    def hooks(self) -> list[HookFn]:
+        """The registered hooks in the order they run."""
+        return self._hooks.hooks()
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def history(self, session_id: str | None = None) -> list[Msg]:
+        """The session's conversation as it will be sent to the model (a copy)."""
+        sid = check_session_id(session_id or self.session_id)
+        return list(self._history(sid))
+
+    def _history(self, sid: str) -> list[Msg]:
+        if sid not in self._sessions or self._store.stale(sid):
+            self._sessions[sid] = self._store.load(sid)
+        return self._sessions[sid]
+
+    def _commit(self, sid: str, msgs: list[Msg]) -> None:
+        self._sessions[sid] = list(msgs)
+        self._store.save(sid, self._sessions[sid])
+
+    def _append(self, sid: str, msgs: Sequence[Msg]) -> None:
+        history = self._history(sid)
+        history.extend(msgs)
+        self._store.save(sid, history)
+
+    def reset(self, session_id: str | None = None) -> None:
+        """Start the session afresh (the stored conversation is emptied, memory is kept)."""
+        sid = check_session_id(session_id or self.session_id)
+        self._commit(sid, [])
+
+    @contextlib.asynccontextmanager
+    async def _session_guard(self, sid: str) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(sid, asyncio.Lock())
+        async with lock:
+            path = self.workspace.index_dir / "locks" / f"session-{sid}.lock"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                await self._flock(fd, sid)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    async def _flock(self, fd: int, sid: str) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.lock_timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if loop.time() >= deadline:
+                    raise SessionBusyError(
+                        f"session {sid!r} is in use by another process; wait for its call to "
+                        "finish or use another session_id"
+                    ) from None
+                await asyncio.sleep(0.05)
+
+    # -- calling --------------------------------------------------------------------------
+
+    async def call(self, input: AgentInput = None, *, session_id: str | None = None) -> Msg:
+        """Run one call and return the final assistant message.
+
+        Args:
+            input: the user's text, a message, or several messages. ``None`` resumes a call
+                that was interrupted (the session ends with a user message or tool results).
+            session_id: the session (default: the agent's).
+
+        Raises:
+            ModelError: the model failed (a context overflow only when it could not be
+                recovered).
+            SessionBusyError: another process kept the session busy for ``lock_timeout``.
+        """
+        return await self._run(input, session_id, None)
+
+    async def stream(
+        self, input: AgentInput = None, *, session_id: str | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """Run one call, yielding its events as they happen; the last is a :class:`PostCallEvent`.
+
+        Stopping the iteration early cancels the call.
+        """
+        queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
+
+        async def emit(event: AgentEvent) -> None:
+            queue.put_nowait(event)
+
+        task = asyncio.create_task(self._run(input, session_id, emit))
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (item := await queue.get()) is not None:
+                yield item
+            task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    def call_sync(self, input: AgentInput = None, *, session_id: str | None = None) -> Msg:
+        """:meth:`call` for synchronous code (runs on a private event-loop thread).
+
+        Background memory work goes on after the reply; :meth:`close_sync` drains it.
+        """
+        loop = self._ensure_sync_loop()
+        future = asyncio.run_coroutine_threadsafe(self.call(input, session_id=session_id), loop)
+        return future.result()
+
+    def _ensure_sync_loop(self) -> asyncio.AbstractEventLoop:
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop()
+            raise ConfigError("call_sync() cannot run inside an event loop; use await call()")
+        if self._sync_loop is None:
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(
+                target=loop.run_forever, name=f"memdir-agent-{self.name}", daemon=True
+            )
+            thread.start()
+            self._sync_loop, self._sync_thread = loop, thread
+        return self._sync_loop
+
+    async def _run(self, input: AgentInput, session_id: str | None, emit: _Emit | None) -> Msg:
+        sid = check_session_id(session_id or self.session_id)
+        inputs = _coerce_input(input)
+        async with self._session_guard(sid):
+            history = self._history(sid)
+            new: list[Msg] = []
+            if inputs:
+                pre = PreCallEvent(agent=self, session_id=sid, inputs=inputs)
+                await self._emit(pre, emit)
+                new.extend(pre.inputs)
+                self._append(sid, pre.inputs)
+            elif not history or (history[-1].role == "assistant" and not history[-1].tool_uses):
+                raise ConfigError(
+                    f"session {sid!r} has no interrupted call to resume; pass the user's input"
+                )
+            try:
+                reply = await self._loop(sid, new, emit)
+            finally:
+                # A cancelled or failed call must not leave tool calls without results.
+                current = self._sessions.get(sid, [])
+                repaired = repair_dangling(current)
+                if repaired is not current:
+                    self._commit(sid, repaired)
+            await self._emit(
+                PostCallEvent(agent=self, session_id=sid, reply=reply, new_messages=new), emit
+            )
+            return reply
+
+    async def _emit(self, event: AgentEvent, emit: _Emit | None) -> None:
+        errors = await self._hooks.dispatch(event)
+        if emit is not None:
+            await emit(event)
+        for error in errors:
+            await self._hooks.dispatch(error)
+            if emit is not None:
+                await emit(error)
+
+    async def _loop(self, sid: str, new: list[Msg], emit: _Emit | None) -> Msg:
+        for iteration in range(self.max_iters + 1):
+            last_round = iteration == self.max_iters
+            response = await self._reason(sid, iteration, emit, last_round=last_round)
+            post = PostReasoningEvent(
+                agent=self, session_id=sid, response=response, iteration=iteration
+            )
+            await self._emit(post, emit)
+            message = post.response.message
+            if message.role != "assistant":
+                raise ConfigError(f"the model answered with a {message.role!r} message")
+            self._append(sid, [message])
+            new.append(message)
+            if not message.tool_uses:
+                return message
+            if last_round:
+                break
+            results = await self._act(sid, message.tool_uses, emit)
+            self._append(sid, [results])
+            new.append(results)
+        # The model still wanted tools after the last round: close the calls and stop.
+        calls = new[-1].tool_uses
+        skipped = Msg(
+            role="tool",
+            content=tuple(
+                ToolResultBlock(
+                    tool_use_id=c.id,
+                    name=c.name,
+                    output=f"Error: not run: the limit of {self.max_iters} steps was reached",
+                    is_error=True,
+                )
+                for c in calls
+            ),
+        )
+        reply = Msg.assistant(
+            f"I stopped after {self.max_iters} steps without a final answer "
+            "(raise max_iters to allow more).",
+            metadata={"memdir.stopped": "max_iters"},
+        )
+        self._append(sid, [skipped, reply])
+        new.extend([skipped, reply])
+        return reply
+
+    async def _reason(
+        self, sid: str, iteration: int, emit: _Emit | None, *, last_round: bool
+    ) -> ModelResponse:
+        event = PreReasoningEvent(
+            agent=self,
+            session_id=sid,
+            messages=list(self._history(sid)),
+            system=self.system_prompt,
+            tools=[] if last_round else self.tools,
+            iteration=iteration,
+            _commit=lambda msgs: self._commit(sid, msgs),
+        )
+        await self._emit(event, emit)
+        system = event.system
+        if last_round:
+            system = f"{system}\n\n{_LAST_ROUND_NOTE}" if system else _LAST_ROUND_NOTE
+        return await self.model.generate(
+            event.messages,
+            tools=event.tools or None,
+            system=system,
+            max_output_tokens=self.max_output_tokens,
+        )
+
+    async def _act(self, sid: str, calls: Sequence[ToolUseBlock], emit: _Emit | None) -> Msg:
+        async def run_one(call: ToolUseBlock) -> tuple[ToolResultBlock, dict[str, Any]]:
+            pre = PreActingEvent(agent=self, session_id=sid, tool_call=call)
+            await self._emit(pre, emit)
+            chosen = pre.tool_call
+            tool = self._tools.get(chosen.name)
+            if tool is None:
+                known = ", ".join(self._tools) or "none"
+                result = ToolResultBlock(
+                    tool_use_id=call.id,
+                    name=chosen.name,
+                    output=f"Error: there is no tool named {chosen.name!r}; the tools are {known}",
+                    is_error=True,
+                )
+            else:
+                result = await tool.run(chosen, workspace=self.workspace, timeout=self.tool_timeout)
+            post = PostActingEvent(agent=self, session_id=sid, tool_call=chosen, result=result)
+            await self._emit(post, emit)
+            return _paired(post.result, call.id), post.metadata
+
+        outcomes = await asyncio.gather(*(run_one(c) for c in calls))
+        metadata: dict[str, Any] = {}
+        for _, extra in outcomes:
+            merge_metadata(metadata, extra)
+        return Msg(role="tool", content=tuple(r for r, _ in outcomes), metadata=metadata)
+
+    # -- background work and shutdown -----------------------------------------------------
+
+    def spawn_background(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
+        """Run ``coro`` after the reply, tracked so that :meth:`close` can drain it."""
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
+        return task
+
+    def _background_done(self, task: asyncio.Task[Any]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            logger.warning(
+                "background task %s failed: %s: %s", task.get_name(), type(exc).__name__, exc
+            )
+
+    @property
+    def pending_background(self) -> int:
+        """How many background tasks are still running."""
+        return len(self._background)
+
+    async def drain(self, timeout: float | None = None) -> bool:
+        """Wait for background work (at most ``timeout`` seconds); returns whether all finished."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while self._background:  # a finishing task may start another (flush -> consolidation)
+            left = None if deadline is None else max(0.0, deadline - loop.time())
+            _, pending = await asyncio.wait(set(self._background), timeout=left)
+            if pending and deadline is not None and loop.time() >= deadline:
+                return False
+        return True
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Drain background memory work within ``timeout`` (default ``close_timeout``), then stop.
+
+        Work still running after the timeout is cancelled (a flush resumes from its cursor
+        on the next call).
+        """
+        limit = self.close_timeout if timeout is None else timeout
+        if not await self.drain(limit):
+            for task in list(self._background):
+                task.cancel()
+            logger.warning("background memory work did not finish within %.1f s; cancelled", limit)
+            await asyncio.gather(*self._background, return_exceptions=True)
+
+    def close_sync(self, timeout: float | None = None) -> None:
+        """:meth:`close` for synchronous code; also stops the private event-loop thread."""
+        loop, thread = self._sync_loop, self._sync_thread
+        if loop is None or thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self.close(timeout), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()
+        self._sync_loop = self._sync_thread = None
+
+    async def __aenter__(self) -> HarnessAgent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __enter__(self) -> HarnessAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close_sync()
+
+
+def _paired(result: ToolResultBlock, call_id: str) -> ToolResultBlock:
+    """``result`` answering ``call_id`` (a hook may have swapped the call or the result)."""
+    if result.tool_use_id == call_id:
+        return result
+    return dataclasses.replace(result, tool_use_id=call_id)
+
+
+def _coerce_input(value: AgentInput) -> list[Msg]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        if not value.strip():
+            raise ConfigError("the input is blank")
+        return [Msg.user(value)]
+    if isinstance(value, Msg):
+        value = [value]
+    msgs = list(value)
+    for msg in msgs:
+        if not isinstance(msg, Msg):
+            raise ConfigError(f"input must be text or Msg objects, not {type(msg).__name__}")
+        if msg.role == "system":
+            raise ConfigError("pass the system prompt as HarnessAgent(system_prompt=...)")
+    return msgs

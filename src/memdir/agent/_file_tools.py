@@ -1,0 +1,259 @@
+"""File tools confined to the workspace: read_file, write_file, edit_file, list_files.
+
+``read_file`` reads by lines *or* by character window, so an evicted tool result that is one
+very long line (a JSON document, a minified log) can still be read in bounded pieces. Writes are
+atomic and refuse the files owned by the memory pipeline (``MEMORY.md``, ``memory/``) and by
+memdir itself (``sessions/``, ``large_tool_results/``, ``.index/``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Final
+
+from memdir._toolcore import check_int
+from memdir.errors import ToolInputError, WorkspaceError
+from memdir.workspace import (
+    INDEX_DIR,
+    LARGE_RESULTS_DIR,
+    MEMORY_DIR,
+    MEMORY_MD,
+    SESSIONS_DIR,
+    Workspace,
+)
+
+__all__ = ["FILE_TOOLS", "edit_file", "list_files", "read_file", "write_file"]
+
+DEFAULT_READ_LINES: Final = 200
+DEFAULT_READ_CHARS: Final = 20_000
+MAX_READ_CHARS: Final = 50_000
+MAX_LIST_ENTRIES: Final = 500
+MAX_WRITE_CHARS: Final = 2_000_000
+
+_PROTECTED: Final = {
+    MEMORY_MD: "MEMORY.md is maintained by the memory pipeline; save facts with memory_add",
+    MEMORY_DIR: "memory/ is maintained by the memory pipeline; save facts with memory_add",
+    SESSIONS_DIR: "sessions/ holds the conversation logs and may not be modified",
+    LARGE_RESULTS_DIR: "large_tool_results/ holds saved tool outputs and may not be modified",
+    INDEX_DIR: ".index/ holds the search index and may not be modified",
+}
+
+
+def _writable(workspace: Workspace, path: str) -> str:
+    rel = workspace.relpath(path)
+    top = rel.split("/", 1)[0]
+    for protected, reason in _PROTECTED.items():
+        if rel.casefold() == protected.casefold() or top.casefold() == protected.casefold():
+            raise ToolInputError(f"cannot write {rel}: {reason}")
+    return rel
+
+
+def _read_text(workspace: Workspace, rel: str) -> str:
+    target = workspace.root / rel
+    if target.is_dir():
+        raise ToolInputError(f"{rel} is a directory; use list_files to see what it holds")
+    if not target.is_file():
+        raise ToolInputError(f"no file {rel}; use list_files to see what exists")
+    try:
+        data = target.read_bytes()
+    except OSError as exc:
+        raise WorkspaceError(f"cannot read {rel}: {exc.strerror}") from exc
+    if b"\x00" in data[:8192]:
+        raise ToolInputError(
+            f"{rel} is a binary file ({len(data):,} bytes); it has no text to show"
+        )
+    return data.decode("utf-8", errors="replace")
+
+
+def read_file(
+    path: str,
+    start_line: int = 1,
+    num_lines: int = DEFAULT_READ_LINES,
+    start_char: int | None = None,
+    max_chars: int = DEFAULT_READ_CHARS,
+    *,
+    workspace: Workspace,
+) -> str:
+    """Read a text file in the workspace, by lines (numbered ``N|text``) or by character window.
+
+    By default it returns up to 200 lines from start_line. For a file that is one huge line
+    (a saved tool output, JSON, a minified log), pass start_char to read raw characters from
+    that offset instead; the last line of the answer says where to continue.
+
+    Args:
+        path: a path relative to the workspace, e.g. "notes/plan.md" or a path from a
+            "saved to" notice.
+        start_line: first line to read, counting from 1.
+        num_lines: how many lines to read (default 200).
+        start_char: read characters from this offset (0-based) instead of lines.
+        max_chars: at most this many characters come back (default 20000, at most 50000).
+
+    Returns:
+        A header, the text, and a hint for reading on; or ``Error: ...``.
+    """
+    rel = workspace.relpath(path)
+    limit = min(check_int("max_chars", max_chars, minimum=1), MAX_READ_CHARS)
+    text = _read_text(workspace, rel)
+    if start_char is not None:
+        return _char_window(rel, text, check_int("start_char", start_char, minimum=0), limit)
+    first = check_int("start_line", start_line, minimum=1)
+    count = check_int("num_lines", num_lines, minimum=1)
+    return _line_window(rel, text, first, count, limit)
+
+
+def _char_window(rel: str, text: str, start: int, limit: int) -> str:
+    total = len(text)
+    if start >= total and total > 0:
+        raise ToolInputError(f"start_char {start} is past the end of {rel} ({total:,} characters)")
+    end = min(total, start + limit)
+    out = [f"{rel}: characters {start:,}-{end:,} of {total:,}", text[start:end]]
+    if end < total:
+        out.append(f'[{total - end:,} more characters: read_file(path="{rel}", start_char={end})]')
+    else:
+        out.append("[end of file]")
+    return "\n".join(out)
+
+
+def _line_window(rel: str, text: str, first: int, count: int, limit: int) -> str:
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    total = len(lines)
+    if first > max(total, 1):
+        raise ToolInputError(f"start_line {first} is past the end of {rel} ({total:,} lines)")
+    offset = sum(len(line) + 1 for line in lines[: first - 1])  # char offset of the first line
+    out: list[str] = []
+    used = 0
+    last = first - 1
+    note = ""
+    for number in range(first, min(total, first + count - 1) + 1):
+        line = lines[number - 1]
+        shown = f"{number}|{line}"
+        if used + len(shown) + 1 > limit:
+            if not out:  # one line longer than the window: show its start, point at the rest
+                room = max(1, limit - len(str(number)) - 1)
+                out.append(f"{number}|{line[:room]}")
+                note = (
+                    f"[line {number} is {len(line):,} characters long; read the rest with "
+                    f'read_file(path="{rel}", start_char={offset + room})]'
+                )
+                last = number
+            break
+        out.append(shown)
+        used += len(shown) + 1
+        offset += len(line) + 1
+        last = number
+    header = f"{rel}: lines {first:,}-{last:,} of {total:,}"
+    footer = note or (
+        f'[more lines: read_file(path="{rel}", start_line={last + 1})]'
+        if last < total
+        else "[end of file]"
+    )
+    return "\n".join([header, *out, footer])
+
+
+def write_file(path: str, content: str, *, workspace: Workspace) -> str:
+    """Create or replace a text file in the workspace (atomically).
+
+    Not for memory: MEMORY.md and memory/ are maintained by the memory pipeline (use
+    memory_add to save a fact).
+
+    Args:
+        path: a path relative to the workspace, e.g. "notes/plan.md".
+        content: the complete new text of the file.
+
+    Returns:
+        What was written, or ``Error: ...``.
+    """
+    rel = _writable(workspace, path)
+    if not isinstance(content, str):
+        raise ToolInputError("content must be text")
+    if len(content) > MAX_WRITE_CHARS:
+        raise ToolInputError(f"content is too long ({len(content):,} characters)")
+    existed = (workspace.root / rel).exists()
+    workspace.write_text(rel, content)
+    verb = "Replaced" if existed else "Created"
+    return f"{verb} {rel} ({len(content):,} characters, {content.count(chr(10)) + 1:,} lines)."
+
+
+def edit_file(
+    path: str, old_text: str, new_text: str, replace_all: bool = False, *, workspace: Workspace
+) -> str:
+    """Replace exact text in a file of the workspace.
+
+    old_text must appear exactly once (include surrounding lines to make it unique), unless
+    replace_all is true. Not for MEMORY.md or memory/ (use memory_add).
+
+    Args:
+        path: a path relative to the workspace.
+        old_text: the exact text to find (whitespace matters).
+        new_text: the text to put in its place.
+        replace_all: replace every occurrence instead of exactly one.
+
+    Returns:
+        How many replacements were made, or ``Error: ...``.
+    """
+    rel = _writable(workspace, path)
+    if not isinstance(old_text, str) or not old_text:
+        raise ToolInputError("old_text must be non-empty text")
+    if not isinstance(new_text, str):
+        raise ToolInputError("new_text must be text")
+    lock = "edit-" + hashlib.sha256(rel.encode("utf-8")).hexdigest()[:16]
+    with workspace.lock(lock):
+        text = _read_text(workspace, rel)
+        found = text.count(old_text)
+        if found == 0:
+            raise ToolInputError(
+                f"old_text was not found in {rel}; read_file it and copy the text exactly"
+            )
+        if found > 1 and not replace_all:
+            raise ToolInputError(
+                f"old_text occurs {found} times in {rel}; add surrounding lines to make it "
+                "unique, or set replace_all"
+            )
+        workspace.write_text(rel, text.replace(old_text, new_text))
+    noun = "occurrence" if found == 1 else "occurrences"
+    return f"Replaced {found} {noun} in {rel}."
+
+
+def list_files(path: str = ".", recursive: bool = False, *, workspace: Workspace) -> str:
+    """List the files in a workspace directory, with their sizes in bytes.
+
+    Args:
+        path: a directory relative to the workspace ("." for the top).
+        recursive: include subdirectories' files too.
+
+    Returns:
+        One entry per line (directories end in "/"), or ``Error: ...``.
+    """
+    rel = "." if path.strip() in {"", ".", "./"} else workspace.relpath(path)
+    base = workspace.root if rel == "." else workspace.root / rel
+    if not base.is_dir():
+        raise ToolInputError(f"{rel} is not a directory in the workspace")
+    entries: list[str] = []
+    truncated = False
+    pattern = "**/*" if recursive else "*"
+    for entry in sorted(base.glob(pattern)):
+        parts = entry.relative_to(workspace.root).parts
+        if any(p.startswith(".") for p in parts):
+            continue  # the index and temp files are not for the model
+        if len(entries) >= MAX_LIST_ENTRIES:
+            truncated = True
+            break
+        shown = "/".join(parts)
+        if entry.is_dir():
+            entries.append(shown + "/")
+        else:
+            try:
+                entries.append(f"{shown} ({entry.stat().st_size:,} bytes)")
+            except OSError:
+                continue
+    if not entries:
+        return f"{rel}: empty"
+    if truncated:
+        entries.append(f"[more than {MAX_LIST_ENTRIES} entries; list a subdirectory]")
+    return "\n".join(entries)
+
+
+FILE_TOOLS: Final = (read_file, write_file, edit_file, list_files)
+"""The file tools, in the order they are offered to the model."""

@@ -1,0 +1,185 @@
+"""Per-session conversation state, persisted in the workspace after every step.
+
+``sessions/<session_id>.state.json`` holds the working conversation (after eviction and
+compaction), rewritten atomically after each step, so a process killed mid-call resumes where it
+stopped. A tool call that was running when the process died gets an error result on load, so
+the conversation stays valid for every provider. An unreadable state file is moved aside
+(``.corrupt-<time>``), never deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+from memdir.errors import ConfigError, WorkspaceError
+from memdir.messages import (
+    MessageFormatError,
+    Msg,
+    ToolResultBlock,
+    ToolUseBlock,
+    dangling_tool_calls,
+)
+from memdir.workspace import SESSIONS_DIR, Workspace, atomic_write
+
+__all__ = ["INTERRUPTED_RESULT", "SessionStore", "check_session_id", "repair_dangling"]
+
+logger = logging.getLogger("memdir.agent")
+
+STATE_FORMAT: Final = 1
+INTERRUPTED_RESULT: Final = (
+    "Error: this tool call was interrupted (the process stopped before it finished); "
+    "its effect is unknown. Check the outcome or call it again if it is still needed."
+)
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$")
+
+
+def check_session_id(session_id: str) -> str:
+    """Return ``session_id`` if it is 1-128 of ``[A-Za-z0-9._-]`` not starting with a dot."""
+    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
+        raise ConfigError(
+            f"invalid session id {session_id!r}: use 1-128 letters, digits, '.', '_' or '-' "
+            "(not starting with '.')"
+        )
+    return session_id
+
+
+@dataclass(slots=True)
+class _Stamp:
+    mtime_ns: int
+    size: int
+
+
+class SessionStore:
+    """Loads and saves the conversation of each session.
+
+    Args:
+        workspace: where ``sessions/`` lives.
+        agent_name: recorded in the file (informational).
+    """
+
+    def __init__(self, workspace: Workspace, agent_name: str) -> None:
+        self.workspace = workspace
+        self.agent_name = agent_name
+        self._stamps: dict[str, _Stamp | None] = {}
+        # Serialised messages by id; the Msg object is kept so a replaced message (same id,
+        # new content) is never served from the cache.
+        self._json: dict[str, tuple[Msg, str]] = {}
+
+    def rel_path(self, session_id: str) -> str:
+        """Workspace-relative path of the session's state file."""
+        return f"{SESSIONS_DIR}/{check_session_id(session_id)}.state.json"
+
+    def _stat(self, session_id: str) -> _Stamp | None:
+        try:
+            st = (self.workspace.root / self.rel_path(session_id)).stat()
+        except FileNotFoundError:
+            return None
+        return _Stamp(st.st_mtime_ns, st.st_size)
+
+    def stale(self, session_id: str) -> bool:
+        """Whether the file changed since this store last read or wrote it (another process)."""
+        if session_id not in self._stamps:
+            return True
+        return self._stat(session_id) != self._stamps[session_id]
+
+    def load(self, session_id: str) -> list[Msg]:
+        """Read the session's conversation (empty if there is none).
+
+        Tool calls left without a result (the process died while they ran) are answered with
+        an error result, so the conversation can be sent to a model again.
+        """
+        rel = self.rel_path(session_id)
+        target = self.workspace.root / rel
+        stamp = self._stat(session_id)
+        if stamp is None:
+            self._stamps[session_id] = None
+            return []
+        try:
+            data = json.loads(target.read_bytes())
+            if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+                raise MessageFormatError("not a session state object")
+            msgs = [Msg.from_dict(m) for m in data["messages"]]
+        except (OSError, ValueError, MessageFormatError) as exc:
+            aside = self._move_aside(target)
+            logger.warning(
+                "session %s: unreadable state file moved to %s (%s); starting afresh",
+                session_id,
+                aside,
+                type(exc).__name__,
+            )
+            self._stamps[session_id] = None
+            return []
+        self._stamps[session_id] = stamp
+        return repair_dangling(msgs)
+
+    def save(self, session_id: str, messages: list[Msg]) -> None:
+        """Rewrite the session's state file atomically."""
+        parts: list[str] = []
+        cache: dict[str, tuple[Msg, str]] = {}
+        for msg in messages:
+            hit = self._json.get(msg.id)
+            if hit is not None and hit[0] is msg:
+                encoded = hit[1]
+            else:
+                encoded = json.dumps(msg.to_dict(), ensure_ascii=False, allow_nan=False)
+            cache[msg.id] = (msg, encoded)
+            parts.append(encoded)
+        self._json = cache
+        head: dict[str, Any] = {
+            "format": STATE_FORMAT,
+            "session_id": session_id,
+            "agent": self.agent_name,
+            "updated_at": self.workspace.utc_now().isoformat(),
+        }
+        # The envelope is written by hand so the cached message JSON is reused verbatim.
+        body = (
+            json.dumps(head, ensure_ascii=False)[:-1] + ', "messages": [' + ",".join(parts) + "]}"
+        )
+        rel = self.rel_path(session_id)
+        atomic_write(self.workspace.root / rel, body.encode("utf-8"))
+        self._stamps[session_id] = self._stat(session_id)
+
+    def _move_aside(self, target: os.PathLike[str]) -> str:
+        stamp = self.workspace.utc_now().strftime("%Y%m%dT%H%M%S%fZ")
+        aside = f"{os.fspath(target)}.corrupt-{stamp}"
+        try:
+            os.replace(target, aside)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot move the unreadable state file aside: {exc}") from exc
+        return os.path.relpath(aside, self.workspace.root)
+
+
+def repair_dangling(msgs: list[Msg]) -> list[Msg]:
+    """Answer tool calls that never got a result with an "interrupted" error result.
+
+    The results go right after the tool messages that did arrive for the same assistant
+    message, so calls and results stay paired.
+    """
+    missing = {call.id for call in dangling_tool_calls(msgs)}
+    if not missing:
+        return msgs
+    out: list[Msg] = []
+    pending: list[ToolUseBlock] = []
+    for msg in msgs:
+        if pending and msg.role != "tool":
+            out.append(_interrupted(pending))
+            pending = []
+        out.append(msg)
+        if msg.role == "assistant":
+            pending = [call for call in msg.tool_uses if call.id in missing]
+    if pending:
+        out.append(_interrupted(pending))
+    return out
+
+
+def _interrupted(calls: list[ToolUseBlock]) -> Msg:
+    results = tuple(
+        ToolResultBlock(tool_use_id=c.id, name=c.name, output=INTERRUPTED_RESULT, is_error=True)
+        for c in calls
+    )
+    return Msg(role="tool", content=results)
