@@ -64,10 +64,11 @@ def cli(ctx: click.Context, workspace: str | None, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from memdir.cli import _memory_cmds
+    from memdir.cli import _demo, _mcp_cmd, _memory_cmds, _search_cmds
 
-    for command in _memory_cmds.COMMANDS:
+    for command in [*_memory_cmds.COMMANDS, *_search_cmds.COMMANDS, *_demo.COMMANDS]:
         cli.add_command(command)
+    cli.add_command(_mcp_cmd.mcp_cmd)
 
 
 _register()

@@ -27,16 +27,19 @@ def init(state: CliState) -> None:
 @click.argument("text")
 @pass_state
 def add(state: CliState, text: str) -> None:
-    """Append TEXT as a bullet to today's ledger (``-`` reads stdin; one bullet per line)."""
-    from memdir.ledger import append_bullets
+    """Append TEXT as a bullet to today's ledger (``-`` reads stdin; one bullet per line).
+
+    The ledger is re-indexed right away, so ``memdir search`` finds the new bullets.
+    """
+    from memdir._toolcore import add_memory
 
     raw = sys.stdin.read() if text == "-" else text
-    lines = [line.strip() for line in raw.splitlines() if line.strip()]
-    if not lines:
+    if not raw.strip():
         raise MemdirError("nothing to add: the text is blank")
-    ws = state.workspace()
-    rel, first, last = append_bullets(ws, lines, header="Memory Add")
-    click.echo(f"{rel}#L{first}-L{last}")
+    result = add_memory(state.workspace(), raw)
+    click.echo(result.citation)
+    if result.index_error:
+        info(f"warning: saved, but the search index was not updated: {result.index_error}")
 
 
 COMMANDS: list[click.Command] = [init, add]

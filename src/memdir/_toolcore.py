@@ -1,0 +1,262 @@
+"""The work behind the memory tools: argument checks, citations, reads, adds, one shared index.
+
+Everything here raises :class:`~memdir.errors.MemdirError` subclasses. :mod:`memdir.tools` turns
+those into ``Error: ...`` text a model can act on; the CLI prints them as one-line errors.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import re
+import sqlite3
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memdir.errors import MemdirError, ToolInputError, WorkspaceError
+from memdir.ledger import append_bullets
+from memdir.workspace import ARCHIVE_DIR, MEMORY_DIR, MEMORY_MD, Workspace
+
+if TYPE_CHECKING:
+    from memdir.index import MemoryIndex
+
+logger = logging.getLogger("memdir.tools")
+
+MAX_QUERY_CHARS = 1_000
+MAX_ADD_CHARS = 8_000
+MAX_PATH_CHARS = 1_000
+ADD_HEADER = "Memory Add"
+
+_INT_TEXT = re.compile(r"\s*[+-]?\d{1,9}\s*")
+# Citations as search results print them (``memory/x.md#L3-L5``) and as editors write them
+# (``memory/x.md:3-5``); models copy both back as the ``path`` argument.
+_CITE_HASH = re.compile(r"(?P<path>.+?)#L(?P<start>\d{1,9})(?:-L?(?P<end>\d{1,9}))?")
+_CITE_COLON = re.compile(r"(?P<path>.+?):(?P<start>\d{1,9})(?:-(?P<end>\d{1,9}))?")
+_LEDGER_FILE = re.compile(r"\d{4}-\d{2}-\d{2}\.md")
+
+
+def _kind(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def check_int(name: str, value: object, *, minimum: int) -> int:
+    """Return ``value`` as an int; integral floats and digit strings (as models send) pass."""
+    number: int
+    if isinstance(value, bool):
+        raise ToolInputError(f"{name} must be an integer, not a boolean")
+    if isinstance(value, int):
+        number = value
+    elif (isinstance(value, float) and value.is_integer()) or (
+        isinstance(value, str) and _INT_TEXT.fullmatch(value)
+    ):
+        number = int(value)
+    else:
+        shown = repr(value) if isinstance(value, str | float) else _kind(value)
+        raise ToolInputError(f"{name} must be an integer (got {shown[:40]})")
+    if number < minimum:
+        raise ToolInputError(f"{name} must be at least {minimum} (got {number})")
+    return number
+
+
+def check_text(name: str, value: object, *, max_chars: int, hint: str = "") -> str:
+    """Return ``value`` if it is non-blank text without NUL bytes or broken surrogates.
+
+    ``hint`` is added to the message for blank text (what the caller should give instead).
+    """
+    if not isinstance(value, str):
+        raise ToolInputError(f"{name} must be a string (got {_kind(value)})")
+    if "\x00" in value:
+        raise ToolInputError(f"{name} contains a NUL byte; remove it and try again")
+    if not value.strip():
+        raise ToolInputError(f"{name} is blank" + (f": {hint}" if hint else ""))
+    if len(value) > max_chars:
+        raise ToolInputError(
+            f"{name} is too long ({len(value)} characters; the limit is {max_chars})"
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolInputError(f"{name} is not valid Unicode text") from None
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Citation:
+    """A path with an optional line range, as parsed from ``path#L3-L5`` or ``path:3-5``."""
+
+    path: str
+    start: int | None = None
+    end: int | None = None
+
+
+def parse_citation(text: str) -> Citation:
+    """Split a citation into path and line range; plain paths come back unchanged."""
+    cleaned = text.strip().strip("`'\"").strip()
+    for pattern in (_CITE_HASH, _CITE_COLON):
+        match = pattern.fullmatch(cleaned)
+        if match:
+            start = int(match["start"])
+            end = int(match["end"]) if match["end"] else start
+            if start < 1:
+                raise ToolInputError(f"line numbers start at 1 (got {cleaned!r})")
+            if end < start:
+                raise ToolInputError(f"the line range in {cleaned!r} ends before it starts")
+            return Citation(path=match["path"], start=start, end=end)
+    return Citation(path=cleaned)
+
+
+def memory_relpath(ws: Workspace, path: str) -> str:
+    """Confine ``path`` to ``MEMORY.md`` and ``memory/**`` and return it workspace-relative."""
+    rel = ws.relpath(path)
+    if rel == MEMORY_MD or rel.startswith(MEMORY_DIR + "/"):
+        return rel
+    raise ToolInputError(
+        f"{rel} is not a memory file: only MEMORY.md and files under memory/ can be read"
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryExcerpt:
+    """Lines read from one memory file.
+
+    Attributes:
+        path: the workspace-relative file that was read.
+        requested: the path asked for (differs when a ledger had moved to ``memory/archive/``).
+        start_line: 1-based number of the first line in ``lines``.
+        lines: the lines, without line endings.
+        total_lines: how many lines the file has.
+    """
+
+    path: str
+    requested: str
+    start_line: int
+    lines: tuple[str, ...]
+    total_lines: int
+
+    @property
+    def end_line(self) -> int:
+        """1-based number of the last line returned (``start_line - 1`` when none were)."""
+        return self.start_line + len(self.lines) - 1
+
+
+def split_lines(text: str) -> list[str]:
+    """Split on ``\\n`` only (as the index numbers lines); a final newline ends the last line."""
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def read_memory(ws: Workspace, path: str, start_line: int, num_lines: int | None) -> MemoryExcerpt:
+    """Read ``num_lines`` lines (``None``: to the end) of a memory file from ``start_line``.
+
+    A ledger cited before it was archived (``memory/2026-01-02.md``) is found in
+    ``memory/archive/``.
+    """
+    requested = memory_relpath(ws, path)
+    rel = requested
+    target = ws.root / rel
+    if not target.exists():
+        name = rel.removeprefix(MEMORY_DIR + "/")
+        moved = f"{ARCHIVE_DIR}/{name}"
+        if _LEDGER_FILE.fullmatch(name) and (ws.root / moved).is_file():
+            rel = moved
+        else:
+            raise WorkspaceError(
+                f"file not found: {rel} (ledgers are memory/YYYY-MM-DD.md; older ones move to "
+                "memory/archive/; memory_search finds the right file)"
+            )
+    lines = split_lines(ws.read_text(rel, missing_ok=False))
+    if not lines:
+        raise WorkspaceError(f"{rel} is empty")
+    if start_line > len(lines):
+        raise ToolInputError(
+            f"start_line {start_line} is past the end of {rel} ({len(lines)} lines)"
+        )
+    stop = len(lines) if num_lines is None else min(len(lines), start_line - 1 + num_lines)
+    return MemoryExcerpt(
+        path=rel,
+        requested=requested,
+        start_line=start_line,
+        lines=tuple(lines[start_line - 1 : stop]),
+        total_lines=len(lines),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddResult:
+    """Where :func:`add_memory` wrote; ``index_error`` says why the index could not follow."""
+
+    path: str
+    first_line: int
+    last_line: int
+    bullets: int
+    index_error: str | None = None
+
+    @property
+    def citation(self) -> str:
+        """``path#Lfirst-Llast`` of the bullets written."""
+        return f"{self.path}#L{self.first_line}-L{self.last_line}"
+
+
+def add_memory(ws: Workspace, text: str) -> AddResult:
+    """Append each non-blank line of ``text`` as a bullet to today's ledger, then re-index it.
+
+    The write comes first and is never undone: if indexing fails the bullets are still on
+    disk (the next search's refresh picks them up) and ``index_error`` says what happened.
+    """
+    bullets = [line.strip() for line in text.splitlines() if line.strip()]
+    if not bullets:
+        raise ToolInputError("text is blank: give the fact to remember")
+    rel, first, last = append_bullets(ws, bullets, header=ADD_HEADER)
+    index_error: str | None = None
+    try:
+        shared_index(ws).index_file(rel)
+    except (MemdirError, sqlite3.Error, OSError) as exc:
+        logger.warning("could not re-index %s after an add: %s", rel, type(exc).__name__)
+        index_error = str(exc) or type(exc).__name__
+    return AddResult(
+        path=rel, first_line=first, last_line=last, bullets=len(bullets), index_error=index_error
+    )
+
+
+# -- one open index per workspace ---------------------------------------------------------
+
+_CACHE: OrderedDict[Path, MemoryIndex] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_CACHE_SIZE = 8
+
+
+def shared_index(ws: Workspace) -> MemoryIndex:
+    """The workspace's :class:`MemoryIndex`, kept open between tool calls.
+
+    Opening runs schema checks, so one instance per workspace is reused (``MemoryIndex`` is
+    safe to share between threads); the least recently used beyond a handful are closed.
+    """
+    from memdir.index import MemoryIndex
+
+    key = ws.root.resolve()
+    with _CACHE_LOCK:
+        index = _CACHE.get(key)
+        if index is None:
+            index = _CACHE[key] = MemoryIndex(ws)
+        _CACHE.move_to_end(key)
+        evicted = [_CACHE.popitem(last=False)[1] for _ in range(len(_CACHE) - _CACHE_SIZE)]
+    for old in evicted:
+        old.close()
+    return index
+
+
+def close_shared_indexes() -> None:
+    """Close every index opened by the tools (also runs at interpreter exit)."""
+    with _CACHE_LOCK:
+        indexes = list(_CACHE.values())
+        _CACHE.clear()
+    for index in indexes:
+        index.close()
+
+
+atexit.register(close_shared_indexes)

@@ -1,0 +1,50 @@
+"""``memdir mcp``: serve the memory tools over the Model Context Protocol."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Literal
+
+import click
+
+from memdir.cli._common import CliState, info, pass_state
+
+
+@click.command("mcp")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for desktop clients; http serves streamable HTTP at http://HOST:PORT/mcp.",
+)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Interface for --transport http."
+)
+@click.option(
+    "--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port for http."
+)
+@click.option("--read-only", is_flag=True, help="Expose memory_search and memory_get only.")
+@pass_state
+def mcp_cmd(
+    state: CliState,
+    transport: Literal["stdio", "http"],
+    host: str,
+    port: int,
+    read_only: bool,
+) -> None:
+    """Run an MCP server exposing memory_search, memory_get and memory_add.
+
+    Needs the optional 'mcp' package (pip install 'memdir[mcp]'). Logs go to stderr; on
+    stdio, stdout carries the protocol. See docs/mcp.md for client setup.
+    """
+    from memdir.mcp import serve
+
+    if not state.verbose:
+        # The SDK logs every request at INFO; keep stderr for warnings unless -v was given.
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    ws = state.workspace()
+    where = "stdio" if transport == "stdio" else f"http://{host}:{port}/mcp"
+    info(f"memdir MCP server on {where}; workspace {ws.root}")
+    serve(ws, transport=transport, host=host, port=port, read_only=read_only)

@@ -1,0 +1,144 @@
+"""``memdir index``, ``memdir search`` and ``memdir get``."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import click
+
+from memdir.cli._common import CliState, echo_json, err_console, info, pass_state
+
+JSON_HELP = "Print JSON on stdout instead of text."
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on stderr, or ``None`` when stderr is not a terminal."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("indexing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("index", total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+@click.command("index")
+@click.option("--full", is_flag=True, help="Drop the index and rebuild it from the files.")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@pass_state
+def index_cmd(state: CliState, full: bool, as_json: bool) -> None:
+    """Bring the search index up to date with the memory files (changed files only).
+
+    MEMORY.md, memory/*.md and memory/archive/*.md are indexed. Searches refresh the index
+    by themselves; run this after large edits, or with --full to rebuild it.
+    """
+    from memdir.index import MemoryIndex
+
+    ws = state.workspace()
+    with (
+        _progress(sys.stderr.isatty() and not as_json) as progress,
+        MemoryIndex(ws) as index,
+    ):
+        stats = index.index_all_from_workspace(full=full, progress=progress)
+    if as_json:
+        echo_json({"workspace": str(ws.root), **dataclasses.asdict(stats)})
+        return
+    click.echo(
+        f"{stats.files_indexed} files indexed, {stats.files_unchanged} unchanged, "
+        f"{stats.files_removed} removed; {stats.lines_indexed} lines indexed "
+        f"in {stats.seconds:.2f} s"
+    )
+
+
+@click.command("search")
+@click.argument("query")
+@click.option(
+    "-n",
+    "--max-results",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="How many hits to show (at most 50).",
+)
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@pass_state
+def search_cmd(state: CliState, query: str, max_results: int, as_json: bool) -> None:
+    """Search the memory for QUERY (keywords; English, Chinese or mixed), best hits first.
+
+    Each hit prints as PATH#Lstart-Lend [section]: text. No hits is not an error (exit 0).
+    """
+    from memdir._toolcore import MAX_QUERY_CHARS, check_text, shared_index
+    from memdir.tools import MAX_RESULTS_CAP, format_hits
+
+    text = check_text("query", query, max_chars=MAX_QUERY_CHARS, hint="give a few keywords")
+    ws = state.workspace()
+    index = shared_index(ws)
+    index.refresh()
+    hits = index.search(text, limit=min(max_results, MAX_RESULTS_CAP))
+    if as_json:
+        echo_json(
+            [
+                {"citation": f"{hit.path}#L{hit.line_number}-L{hit.line_end}"}
+                | dataclasses.asdict(hit)
+                for hit in hits
+            ]
+        )
+        return
+    header, *lines = format_hits(text, hits, char_cap=sys.maxsize).split("\n")
+    info(header)
+    for line in lines:
+        click.echo(line)
+
+
+@click.command("get")
+@click.argument("path", metavar="PATH[:START-END]")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@pass_state
+def get_cmd(state: CliState, path: str, as_json: bool) -> None:
+    """Print a memory file, or lines START to END of it.
+
+    PATH is MEMORY.md or a file under memory/; a range may follow as :START-END, :LINE or a
+    search citation such as memory/2026-10-14.md#L3-L5. The text goes to stdout as it is in
+    the file; the location goes to stderr.
+    """
+    from memdir._toolcore import MAX_PATH_CHARS, check_text, parse_citation, read_memory
+
+    cited = parse_citation(check_text("PATH", path, max_chars=MAX_PATH_CHARS))
+    count = None if cited.start is None or cited.end is None else cited.end - cited.start + 1
+    excerpt = read_memory(state.workspace(), cited.path, cited.start or 1, count)
+    if as_json:
+        echo_json(
+            {
+                "path": excerpt.path,
+                "requested": excerpt.requested,
+                "start_line": excerpt.start_line,
+                "end_line": excerpt.end_line,
+                "total_lines": excerpt.total_lines,
+                "lines": list(excerpt.lines),
+            }
+        )
+        return
+    info(
+        f"{excerpt.path}#L{excerpt.start_line}-L{excerpt.end_line} "
+        f"({excerpt.total_lines} lines in the file)"
+    )
+    for line in excerpt.lines:
+        click.echo(line)
+
+
+COMMANDS: list[click.Command] = [index_cmd, search_cmd, get_cmd]

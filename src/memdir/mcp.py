@@ -1,0 +1,187 @@
+"""MCP server exposing the memory tools to any MCP client (Claude Desktop, Claude Code, Cursor).
+
+A thin wrapper over :mod:`memdir.tools`: the same functions, the model-facing descriptions of
+:data:`~memdir.tools.TOOL_DESCRIPTIONS`, and parameter descriptions, defaults and bounds from
+:data:`~memdir.tools.TOOL_SCHEMAS`. Run it with ``memdir mcp`` (stdio by default). Logs go to
+stderr: on stdio, stdout carries the protocol.
+
+The ``mcp`` SDK is an optional dependency (``pip install 'memdir[mcp]'``). Its high-level server
+class is ``FastMCP`` in v1 and ``MCPServer`` in v2; :func:`_sdk` is the only place that knows.
+"""
+
+# No `from __future__ import annotations` here: the SDK reads the wrappers' annotations
+# (Annotated[..., Field(...)]) at runtime, and closures cannot be resolved from strings.
+
+import importlib
+import logging
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from memdir.errors import ConfigError
+from memdir.tools import TOOL_DESCRIPTIONS, TOOL_SCHEMAS, memory_add, memory_get, memory_search
+from memdir.workspace import Workspace
+
+__all__ = ["INSTALL_HINT", "SERVER_NAME", "create_server", "serve"]
+
+logger = logging.getLogger("memdir.mcp")
+
+SERVER_NAME = "memdir"
+INSTALL_HINT = "the MCP server needs the 'mcp' package: pip install 'memdir[mcp]'"
+INSTRUCTIONS = (
+    "Long-term memory kept as Markdown files: MEMORY.md (curated) and daily notes under "
+    "memory/. Search it with memory_search before answering questions about earlier work, "
+    "decisions, people, dates or preferences; read around a hit with memory_get; save durable "
+    "facts with memory_add. Cite what you use as path#Lstart-Lend."
+)
+_READ_ONLY = {"memory_search": True, "memory_get": True, "memory_add": False}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Sdk:
+    server_class: Any
+    major: int
+    tool_error: type[Exception]  # raising it makes a tool result with isError set
+    tool_annotations: Any  # the SDK's ToolAnnotations model, or None
+
+
+def _sdk() -> _Sdk:
+    """Find the installed SDK's server class (v2 ``MCPServer``, else v1 ``FastMCP``).
+
+    Imported by name so that one code path type-checks against either major version.
+    """
+    for major, module, attr, types_module in (
+        (2, "mcp.server.mcpserver", "MCPServer", "mcp_types"),
+        (1, "mcp.server.fastmcp", "FastMCP", "mcp.types"),
+    ):
+        try:
+            server_class = getattr(importlib.import_module(module), attr)
+            tool_error = importlib.import_module(f"{module}.exceptions").ToolError
+        except (ImportError, AttributeError):
+            continue
+        try:
+            annotations = getattr(importlib.import_module(types_module), "ToolAnnotations", None)
+        except ImportError:
+            annotations = None
+        return _Sdk(
+            server_class=server_class,
+            major=major,
+            tool_error=tool_error,
+            tool_annotations=annotations,
+        )
+    raise ConfigError(INSTALL_HINT)
+
+
+def create_server(workspace: Workspace | str | None = None, *, read_only: bool = False) -> Any:
+    """Build (but do not run) an MCP server over one workspace.
+
+    Args:
+        workspace: the workspace the tools read and write (default: the configured one).
+        read_only: expose ``memory_search`` and ``memory_get`` only.
+
+    Returns:
+        The SDK's server object (``MCPServer`` or ``FastMCP``); call ``run()`` on it, or hand
+        it to the SDK's in-memory client in tests.
+
+    Raises:
+        ConfigError: the ``mcp`` package is not installed.
+    """
+    sdk = _sdk()
+    from pydantic import Field  # a dependency of the mcp SDK
+
+    ws = Workspace.coerce(workspace)
+
+    def checked(result: str) -> str:
+        # Tool failures are results with isError set (MCP spec), not protocol errors.
+        if result.startswith("Error: "):
+            raise sdk.tool_error(result.removeprefix("Error: "))
+        return result
+
+    def arg(tool: str, name: str) -> Any:
+        spec = TOOL_SCHEMAS[tool]["properties"][name]
+        return Field(
+            description=spec["description"], ge=spec.get("minimum"), le=spec.get("maximum")
+        )
+
+    def default(tool: str, name: str) -> Any:
+        return TOOL_SCHEMAS[tool]["properties"][name]["default"]
+
+    def search(
+        query: Annotated[str, arg("memory_search", "query")],
+        max_results: Annotated[int, arg("memory_search", "max_results")] = default(
+            "memory_search", "max_results"
+        ),
+    ) -> str:
+        return checked(memory_search(query, max_results, workspace=ws))
+
+    def get(
+        path: Annotated[str, arg("memory_get", "path")],
+        start_line: Annotated[int, arg("memory_get", "start_line")] = default(
+            "memory_get", "start_line"
+        ),
+        num_lines: Annotated[int, arg("memory_get", "num_lines")] = default(
+            "memory_get", "num_lines"
+        ),
+    ) -> str:
+        return checked(memory_get(path, start_line, num_lines, workspace=ws))
+
+    def add(text: Annotated[str, arg("memory_add", "text")]) -> str:
+        return checked(memory_add(text, workspace=ws))
+
+    server = sdk.server_class(name=SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    wrappers = {"memory_search": search, "memory_get": get, "memory_add": add}
+    for name, fn in wrappers.items():
+        if read_only and not _READ_ONLY[name]:
+            continue
+        annotations = None
+        if sdk.tool_annotations is not None:
+            annotations = sdk.tool_annotations(
+                readOnlyHint=_READ_ONLY[name],
+                destructiveHint=False,
+                idempotentHint=_READ_ONLY[name],
+                openWorldHint=False,
+            )
+        server.add_tool(
+            fn,
+            name=name,
+            description=TOOL_DESCRIPTIONS[name],
+            annotations=annotations,
+            structured_output=False,
+        )
+    return server
+
+
+def serve(
+    workspace: Workspace | str | None = None,
+    *,
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    read_only: bool = False,
+) -> None:
+    """Run the MCP server until the client disconnects (stdio) or the process is stopped.
+
+    Args:
+        workspace: the workspace to serve (default: the configured one).
+        transport: ``"stdio"`` (what desktop clients launch) or ``"http"`` (streamable HTTP
+            at ``http://HOST:PORT/mcp``; there is no authentication, so keep it on loopback).
+        host: interface to listen on for ``http``.
+        port: port to listen on for ``http``.
+        read_only: expose ``memory_search`` and ``memory_get`` only.
+
+    Raises:
+        ConfigError: the ``mcp`` package is not installed, or the transport is unknown.
+    """
+    if transport not in ("stdio", "http"):
+        raise ConfigError(f"unknown MCP transport {transport!r}: use 'stdio' or 'http'")
+    server = create_server(workspace, read_only=read_only)
+    if transport == "stdio":
+        server.run("stdio")
+        return
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        logger.warning("serving memory over HTTP on %s without authentication", host)
+    if _sdk().major >= 2:
+        server.run("streamable-http", host=host, port=port)
+    else:  # v1 reads host and port from its settings object
+        server.settings.host = host
+        server.settings.port = port
+        server.run("streamable-http")

@@ -1,0 +1,370 @@
+"""The memory tools an agent calls: ``memory_search``, ``memory_get``, ``memory_add``.
+
+They are plain functions returning text for the model. The agent, the MCP server and the
+adapters all wrap these same functions and :data:`TOOL_SCHEMAS`, so what a model sees cannot
+drift between them. Tools never raise into the agent loop: bad arguments, a missing file or a
+broken index come back as ``Error: ...`` text that says what to do instead.
+
+Example::
+
+    from memdir.tools import memory_search, memory_get
+    print(memory_search("数据库迁移", workspace=ws))
+    print(memory_get("memory/2026-10-14.md#L1-L4", workspace=ws))
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, ParamSpec
+
+from memdir._toolcore import (
+    MAX_ADD_CHARS,
+    MAX_PATH_CHARS,
+    MAX_QUERY_CHARS,
+    MemoryExcerpt,
+    add_memory,
+    check_int,
+    check_text,
+    close_shared_indexes,
+    parse_citation,
+    read_memory,
+    shared_index,
+)
+from memdir.errors import MemdirError
+from memdir.workspace import Workspace
+
+if TYPE_CHECKING:
+    from memdir.index import SearchHit
+
+__all__ = [
+    "GET_CHAR_CAP",
+    "GET_MAX_LINES",
+    "MAX_RESULTS_CAP",
+    "SEARCH_CHAR_CAP",
+    "TOOL_DESCRIPTIONS",
+    "TOOL_FUNCTIONS",
+    "TOOL_SCHEMAS",
+    "call_tool",
+    "close_shared_indexes",
+    "format_excerpt",
+    "format_hits",
+    "memory_add",
+    "memory_get",
+    "memory_search",
+]
+
+logger = logging.getLogger("memdir.tools")
+_P = ParamSpec("_P")
+
+MAX_RESULTS_CAP: Final = 50
+"""``memory_search`` returns at most this many hits; larger ``max_results`` are lowered."""
+SEARCH_CHAR_CAP: Final = 6_000
+"""Characters of ``memory_search`` output, header included; lower-ranked hits are dropped."""
+HIT_CHAR_CAP: Final = 400
+"""Characters of one hit's text; longer lines end in an ellipsis."""
+GET_MAX_LINES: Final = 200
+"""Lines one ``memory_get`` call returns at most."""
+GET_CHAR_CAP: Final = 12_000
+"""Characters of ``memory_get`` output; the continuation hint says where to go on."""
+GET_LINE_CHAR_CAP: Final = 2_000
+"""Characters of one line in ``memory_get`` output; longer lines are clipped."""
+DEFAULT_NUM_LINES: Final = 50
+_FOOTER_RESERVE = 120
+
+
+def _tool(fn: Callable[_P, str]) -> Callable[_P, str]:
+    """Turn every failure into ``Error: ...`` text: a tool must never raise into the loop."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> str:
+        try:
+            return fn(*args, **kwargs)
+        except MemdirError as exc:
+            return f"Error: {exc}"
+        except (sqlite3.Error, OSError) as exc:
+            logger.warning("%s failed: %s", fn.__name__, type(exc).__name__)
+            return (
+                f"Error: the memory store could not be read ({type(exc).__name__}: {exc}); "
+                "try again later"
+            )
+        except Exception as exc:
+            logger.exception("%s failed unexpectedly", fn.__name__)
+            return f"Error: {fn.__name__} failed unexpectedly ({type(exc).__name__}); try again"
+
+    return wrapper
+
+
+def _workspace(workspace: Workspace | None) -> Workspace:
+    return workspace if workspace is not None else Workspace.coerce(None)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def format_hits(query: str, hits: Sequence[SearchHit], *, char_cap: int = SEARCH_CHAR_CAP) -> str:
+    """Render search hits as citable lines, best first, within ``char_cap`` characters."""
+    shown_query = _clip(_one_line(query), 80)
+    if not hits:
+        return (
+            f'No memories matched "{shown_query}". Try fewer or different keywords, a synonym, '
+            "or the same words in another language the notes may use."
+        )
+    noun = "result" if len(hits) == 1 else "results"
+    out = [f'{len(hits)} {noun} for "{shown_query}" (best first; cite as path#Lstart-Lend):']
+    used = len(out[0]) + 1
+    for shown, hit in enumerate(hits):
+        context = [label for label in ("archived" if hit.archived else None, hit.heading) if label]
+        where = f" [{_clip(_one_line(' · '.join(context)), 60)}]" if context else ""
+        line = (
+            f"{hit.path}#L{hit.line_number}-L{hit.line_end}{where}: "
+            f"{_clip(_one_line(hit.content), HIT_CHAR_CAP)}"
+        )
+        # Leave room for the "more results" footer whenever hits remain after this one.
+        reserve = _FOOTER_RESERVE if shown + 1 < len(hits) else 0
+        if shown > 0 and used + len(line) + 1 + reserve > char_cap:
+            rest = len(hits) - shown
+            out.append(
+                f"... {rest} more {'result' if rest == 1 else 'results'} not shown (output limit); "
+                "use a narrower query or read a file with memory_get"
+            )
+            break
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out)
+
+
+def format_excerpt(excerpt: MemoryExcerpt, *, char_cap: int = GET_CHAR_CAP) -> str:
+    """Render lines as ``N|text`` under a header, with a hint to continue when more remain."""
+    body: list[str] = []
+    used = 0
+    last = excerpt.start_line - 1
+    for number, text in enumerate(excerpt.lines, start=excerpt.start_line):
+        if len(text) > GET_LINE_CHAR_CAP:
+            text = text[:GET_LINE_CHAR_CAP] + f"… [line clipped; {len(text)} characters]"
+        line = f"{number}|{text}"
+        if body and used + len(line) + 1 > char_cap:
+            break
+        body.append(line)
+        used += len(line) + 1
+        last = number
+    moved = f"; moved from {excerpt.requested}" if excerpt.requested != excerpt.path else ""
+    header = f"{excerpt.path} (lines {excerpt.start_line}-{last} of {excerpt.total_lines}{moved}):"
+    out = [header, *body]
+    remaining = excerpt.total_lines - last
+    if remaining > 0:
+        noun = "line" if remaining == 1 else "lines"
+        out.append(
+            f'... {remaining} more {noun}; call memory_get(path="{excerpt.path}", '
+            f"start_line={last + 1})"
+        )
+    return "\n".join(out)
+
+
+@_tool
+def memory_search(query: str, max_results: int = 10, *, workspace: Workspace | None = None) -> str:
+    """Search long-term memory: the curated MEMORY.md and the daily notes under memory/.
+
+    Use it before answering anything about earlier work, decisions, people, dates or
+    preferences. Give a few keywords (English, Chinese or mixed). Each hit is one line,
+    ``path#Lstart-Lend [section]: text``, best first; cite that location when you use the
+    fact, and call memory_get with it to read the lines around a hit.
+
+    Args:
+        query: keywords to look for, e.g. "database migration decision" or "数据库迁移".
+        max_results: how many hits to return, 1 to 50 (default 10).
+        workspace: the workspace to search (default: the configured one); not for the model.
+
+    Returns:
+        The hits as text, or a "no results" note suggesting a rephrasing, or ``Error: ...``.
+    """
+    ws = _workspace(workspace)
+    text = check_text(
+        "query", query, max_chars=MAX_QUERY_CHARS, hint="give a few keywords to search for"
+    )
+    limit = min(check_int("max_results", max_results, minimum=1), MAX_RESULTS_CAP)
+    index = shared_index(ws)
+    index.refresh()
+    hits = index.search(text, limit=limit)
+    return format_hits(text, hits)
+
+
+@_tool
+def memory_get(
+    path: str,
+    start_line: int = 1,
+    num_lines: int = DEFAULT_NUM_LINES,
+    *,
+    workspace: Workspace | None = None,
+) -> str:
+    """Read lines of a memory file (MEMORY.md or a file under memory/), numbered ``N|text``.
+
+    Pass a path from memory_search, e.g. "memory/2026-10-14.md"; a citation such as
+    "memory/2026-10-14.md#L3-L5" or "MEMORY.md:10-20" reads exactly that range. At most 200
+    lines come back per call; when more remain, the last line says how to continue.
+
+    Args:
+        path: a memory file path, optionally with a line range (``#L3-L5`` or ``:3-5``).
+        start_line: first line to read, counting from 1 (default 1, or the range's start).
+        num_lines: how many lines to read, 1 to 200 (default 50, or the range's length).
+        workspace: the workspace to read from (default: the configured one); not for the model.
+
+    Returns:
+        A header line and the numbered lines, or ``Error: ...``.
+    """
+    ws = _workspace(workspace)
+    raw = check_text("path", path, max_chars=MAX_PATH_CHARS, hint="give a path from memory_search")
+    start = check_int("start_line", start_line, minimum=1)
+    count = check_int("num_lines", num_lines, minimum=1)
+    cited = parse_citation(raw)
+    if cited.start is not None and cited.end is not None:
+        # A range in the path wins over the defaults; explicit other values still apply.
+        if start == 1:
+            start = cited.start
+        if count == DEFAULT_NUM_LINES:
+            count = cited.end - cited.start + 1
+    excerpt = read_memory(ws, cited.path, start, min(count, GET_MAX_LINES))
+    return format_excerpt(excerpt)
+
+
+@_tool
+def memory_add(text: str, *, workspace: Workspace | None = None) -> str:
+    """Save a durable fact to today's memory notes (memory/YYYY-MM-DD.md).
+
+    Use it for facts worth remembering in later conversations: decisions, preferences,
+    names, dates, outcomes. Write each fact as one self-contained sentence; several lines
+    become several bullets. Do not save secrets or passing chatter.
+
+    Args:
+        text: the fact(s) to remember, one per line.
+        workspace: the workspace to write to (default: the configured one); not for the model.
+
+    Returns:
+        Where the fact was saved (``path#Lstart-Lend``), or ``Error: ...``.
+    """
+    ws = _workspace(workspace)
+    body = check_text("text", text, max_chars=MAX_ADD_CHARS, hint="give the fact to remember")
+    result = add_memory(ws, body)
+    noun = "bullet" if result.bullets == 1 else "bullets"
+    message = f"Saved {result.bullets} {noun} to {result.citation}."
+    if result.index_error:
+        message += f" (Search will find it after the index catches up: {result.index_error})"
+    return message
+
+
+_LIMITS = {"minimum": 1}
+
+TOOL_SCHEMAS: Final[dict[str, dict[str, Any]]] = {
+    "memory_search": {
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "description": 'Keywords to look for, e.g. "database migration" or "数据库迁移".',
+            },
+            "max_results": {
+                "type": "integer",
+                "description": "How many hits to return, 1 to 50.",
+                "default": 10,
+                **_LIMITS,
+                "maximum": MAX_RESULTS_CAP,
+            },
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+    "memory_get": {
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": (
+                    'Memory file path from memory_search, e.g. "memory/2026-10-14.md" or '
+                    '"MEMORY.md"; may carry a line range such as "#L3-L5".'
+                ),
+            },
+            "start_line": {
+                "type": "integer",
+                "description": "First line to read, counting from 1.",
+                "default": 1,
+                **_LIMITS,
+            },
+            "num_lines": {
+                "type": "integer",
+                "description": "How many lines to read, 1 to 200.",
+                "default": DEFAULT_NUM_LINES,
+                **_LIMITS,
+                "maximum": GET_MAX_LINES,
+            },
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    },
+    "memory_add": {
+        "type": "object",
+        "properties": {
+            "text": {
+                "type": "string",
+                "description": "The fact(s) to remember, one self-contained sentence per line.",
+            },
+        },
+        "required": ["text"],
+        "additionalProperties": False,
+    },
+}
+"""JSON schema of each tool's arguments (the ``parameters`` of OpenAI function calling)."""
+
+TOOL_FUNCTIONS: Final[dict[str, Callable[..., str]]] = {
+    "memory_search": memory_search,
+    "memory_get": memory_get,
+    "memory_add": memory_add,
+}
+"""The tool functions by name."""
+
+
+def _model_description(fn: Callable[..., str]) -> str:
+    doc = inspect.getdoc(fn) or ""
+    return doc.split("\n\nArgs:", 1)[0].replace("``", "`").strip()
+
+
+TOOL_DESCRIPTIONS: Final[dict[str, str]] = {
+    name: _model_description(fn) for name, fn in TOOL_FUNCTIONS.items()
+}
+"""What each tool does, for the model (the docstring without its Args/Returns sections)."""
+
+
+def call_tool(name: str, arguments: object, *, workspace: Workspace | None = None) -> str:
+    """Run a tool by name with the model's arguments; unknown or missing arguments give ``Error``.
+
+    Args:
+        name: ``memory_search``, ``memory_get`` or ``memory_add``.
+        arguments: the decoded JSON arguments from the model, a mapping (``None`` counts as
+            ``{}``).
+        workspace: the workspace the tool works on (default: the configured one).
+
+    Returns:
+        The tool's text, or ``Error: ...``.
+    """
+    fn = TOOL_FUNCTIONS.get(name)
+    if fn is None:
+        return f"Error: unknown tool {name!r}; the memory tools are {', '.join(TOOL_FUNCTIONS)}"
+    args = {} if arguments is None else arguments
+    if not isinstance(args, Mapping):
+        return f"Error: {name} takes a JSON object of arguments"
+    schema = TOOL_SCHEMAS[name]
+    known = ", ".join(schema["properties"])
+    unknown = sorted(set(args) - set(schema["properties"]))
+    if unknown:
+        return f"Error: {name} got unexpected argument(s) {', '.join(unknown)}; it takes {known}"
+    missing = [key for key in schema["required"] if key not in args]
+    if missing:
+        return f"Error: {name} needs argument(s) {', '.join(missing)}; it takes {known}"
+    return fn(**args, workspace=workspace)

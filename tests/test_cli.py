@@ -1,0 +1,195 @@
+"""The index, search, get, add and mcp commands through click, plus one real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from memdir._toolcore import close_shared_indexes
+from memdir.cli import cli
+from memdir.index import MemoryIndex
+
+SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "workspace"
+
+
+@pytest.fixture(autouse=True)
+def _close_indexes() -> Iterator[None]:
+    yield
+    close_shared_indexes()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    target = tmp_path / "ws"
+    shutil.copytree(SAMPLE, target)
+    return target
+
+
+def run(root: Path, *args: str, stdin: str | None = None) -> Result:
+    return CliRunner().invoke(cli, ["-w", str(root), *args], input=stdin)
+
+
+def test_index_prints_stats_then_skips_unchanged_files(root: Path) -> None:
+    first = run(root, "index")
+    assert first.exit_code == 0, first.output
+    assert first.stdout.startswith("10 files indexed, 0 unchanged, 0 removed;")
+    again = run(root, "index", "--json")
+    stats = json.loads(again.stdout)
+    assert stats["files_indexed"] == 0 and stats["files_unchanged"] == 10
+    assert stats["workspace"] == str(root)
+    (root / "memory/2026-10-20.md").unlink()
+    full = json.loads(run(root, "index", "--full", "--json").stdout)
+    assert full["files_indexed"] == 9
+
+
+def test_search_prints_citations_on_stdout_and_the_count_on_stderr(root: Path) -> None:
+    result = run(root, "search", "数据库迁移", "-n", "2")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2
+    assert all(
+        line.split("#L")[0] in {"MEMORY.md", "memory/2026-10-14.md", "memory/2026-11-08.md"}
+        for line in lines
+    )
+    assert "数据库迁移" in result.stdout
+    assert result.stderr.startswith('2 results for "数据库迁移"')
+
+
+def test_search_json(root: Path) -> None:
+    result = run(root, "search", "Moganshan offsite", "--json")
+    hits = json.loads(result.stdout)
+    assert {h["path"] for h in hits} == {"MEMORY.md", "memory/2026-11-24.md"}
+    top = hits[0]
+    assert set(top) == {
+        "citation",
+        "path",
+        "line_number",
+        "line_end",
+        "content",
+        "score",
+        "heading",
+        "archived",
+    }
+    assert top["citation"] == f"{top['path']}#L{top['line_number']}-L{top['line_end']}"
+    file_lines = (root / top["path"]).read_text(encoding="utf-8").split("\n")
+    assert file_lines[top["line_number"] - 1] == top["content"]
+
+
+def test_search_without_hits_is_not_an_error(root: Path) -> None:
+    result = run(root, "search", "kangaroo")
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert "No memories matched" in result.stderr
+    assert json.loads(run(root, "search", "kangaroo", "--json").stdout) == []
+
+
+def test_search_bad_input_exit_codes(root: Path) -> None:
+    blank = run(root, "search", "   ")
+    assert blank.exit_code == 1
+    assert blank.stderr.strip() == "Error: query is blank: give a few keywords"
+    assert run(root, "search", "x", "-n", "0").exit_code == 2
+    assert run(root, "search").exit_code == 2
+
+
+def test_get_prints_the_file_text_and_the_range_on_stderr(root: Path) -> None:
+    result = run(root, "get", "MEMORY.md:1-3")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "# Memory\n\n## About Jing\n"
+    assert result.stderr.strip() == "MEMORY.md#L1-L3 (31 lines in the file)"
+    whole = run(root, "get", "memory/2026-10-16.md")
+    assert whole.stdout == (root / "memory/2026-10-16.md").read_text(encoding="utf-8")
+    cited = run(root, "get", "memory/2026-10-14.md#L2-L2")
+    assert cited.stdout.startswith("- 数据库迁移讨论")
+
+
+def test_get_json(root: Path) -> None:
+    data = json.loads(run(root, "get", "memory/2026-08-03.md:2-3", "--json").stdout)
+    assert data == {
+        "path": "memory/archive/2026-08-03.md",
+        "requested": "memory/2026-08-03.md",
+        "start_line": 2,
+        "end_line": 3,
+        "total_lines": 10,
+        "lines": (root / "memory/archive/2026-08-03.md")
+        .read_text(encoding="utf-8")
+        .split("\n")[1:3],
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("sessions/a.log.jsonl", "Error: sessions/a.log.jsonl is not a memory file"),
+        ("../../etc/passwd", "leaves the workspace"),
+        ("memory/2030-01-01.md", "Error: file not found: memory/2030-01-01.md"),
+        ("MEMORY.md:500-510", "Error: start_line 500 is past the end of MEMORY.md"),
+    ],
+)
+def test_get_errors(root: Path, path: str, message: str) -> None:
+    result = run(root, "get", path)
+    assert result.exit_code == 1
+    assert message in result.stderr
+    assert result.stdout == ""
+
+
+def test_add_reindexes_the_ledger_it_wrote(root: Path) -> None:
+    run(root, "index")
+    result = run(root, "add", "-", stdin="Priya moves to Berlin in March\n莫干山团建改到周日\n")
+    assert result.exit_code == 0, result.output
+    citation = result.stdout.strip()
+    rel = citation.split("#")[0]
+    assert rel.startswith("memory/") and citation.endswith(("-L3", "-L4"))
+    with MemoryIndex(root) as index:  # no refresh: the add must have indexed it already
+        assert [h.path for h in index.search("Berlin")] == [rel]
+        assert rel in [h.path for h in index.search("团建")]
+    assert run(root, "add", "  ").exit_code == 1
+
+
+def test_mcp_without_the_package_says_how_to_install_it(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [m for m in sys.modules if m == "mcp" or m.startswith(("mcp.", "mcp_types"))]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "mcp", None)  # makes `import mcp...` fail
+    result = run(root, "mcp")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == (
+        "Error: the MCP server needs the 'mcp' package: pip install 'memdir[mcp]'"
+    )
+
+
+def test_help_lists_the_commands_and_exit_codes() -> None:
+    result = CliRunner().invoke(cli, ["--help"])
+    for command in ("index", "search", "get", "add", "demo", "mcp"):
+        assert f"  {command} " in result.stdout
+    assert "Exit codes: 0 success" in result.stdout
+
+
+def memdir_process(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memdir", *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env={**os.environ, "MEMDIR_WORKSPACE": str(root)},
+        timeout=120,
+        check=False,
+    )
+
+
+def test_installed_command_runs_in_a_real_process(root: Path) -> None:
+    done = memdir_process(root, "search", "Wang Lei 备份", "--json")
+    assert done.returncode == 0, done.stderr
+    hits = json.loads(done.stdout)
+    assert hits and all(h["citation"].startswith(("MEMORY.md#L", "memory/")) for h in hits)
+    bad = memdir_process(root, "get", "sessions/x")
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("Error: sessions/x is not a memory file")

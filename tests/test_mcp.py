@@ -1,0 +1,107 @@
+"""The MCP server: the same tools and schemas, in memory and as a ``memdir mcp`` subprocess."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from memdir._toolcore import close_shared_indexes
+from memdir.mcp import create_server
+from memdir.tools import TOOL_DESCRIPTIONS, TOOL_SCHEMAS, memory_get, memory_search
+from memdir.workspace import Workspace
+
+mcp = pytest.importorskip("mcp")
+Client = getattr(mcp, "Client", None)
+if Client is None:  # pragma: no cover - v1 SDKs have no high-level Client
+    pytest.skip("these tests use the mcp v2 Client", allow_module_level=True)
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "workspace"
+TIMEOUT = 60
+
+
+@pytest.fixture(autouse=True)
+def _close_indexes() -> Iterator[None]:
+    yield
+    close_shared_indexes()
+
+
+@pytest.fixture
+def sample(ws: Workspace) -> Workspace:
+    shutil.copytree(SAMPLE, ws.root, dirs_exist_ok=True)
+    return ws
+
+
+def text_of(result: Any) -> str:
+    assert len(result.content) == 1
+    return str(result.content[0].text)
+
+
+async def test_in_memory_client_sees_the_tools_and_their_schemas(sample: Workspace) -> None:
+    with anyio.fail_after(TIMEOUT):
+        async with Client(create_server(sample)) as client:
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(listed) == {"memory_search", "memory_get", "memory_add"}
+    for name, tool in listed.items():
+        assert tool.description == TOOL_DESCRIPTIONS[name]
+        ours = TOOL_SCHEMAS[name]
+        theirs = tool.input_schema
+        assert theirs["type"] == "object"
+        assert sorted(theirs.get("required", [])) == sorted(ours["required"])
+        assert list(theirs["properties"]) == list(ours["properties"])
+        for arg, spec in ours["properties"].items():
+            for key in ("type", "description", "default", "minimum", "maximum"):
+                assert theirs["properties"][arg].get(key) == spec.get(key), (name, arg, key)
+    assert listed["memory_search"].annotations.read_only_hint is True
+    assert listed["memory_add"].annotations.read_only_hint is False
+
+
+async def test_in_memory_calls_return_what_the_functions_return(sample: Workspace) -> None:
+    with anyio.fail_after(TIMEOUT):
+        async with Client(create_server(sample)) as client:
+            found = await client.call_tool(
+                "memory_search", {"query": "数据库迁移", "max_results": 3}
+            )
+            read = await client.call_tool("memory_get", {"path": "MEMORY.md#L18-L19"})
+            added = await client.call_tool("memory_add", {"text": "Tom's daughter is called Mila"})
+            again = await client.call_tool("memory_search", {"query": "Mila"})
+            refused = await client.call_tool("memory_get", {"path": "sessions/x.log.jsonl"})
+            invalid = await client.call_tool("memory_search", {"query": "x", "max_results": "many"})
+    assert not found.is_error
+    assert text_of(found) == memory_search("数据库迁移", 3, workspace=sample)
+    assert text_of(read) == memory_get("MEMORY.md#L18-L19", workspace=sample)
+    assert text_of(added) == "Saved 1 bullet to memory/2026-11-30.md#L3-L3."
+    assert "memory/2026-11-30.md#L3-L3" in text_of(again)
+    assert refused.is_error
+    assert "sessions/x.log.jsonl is not a memory file" in text_of(refused)
+    assert invalid.is_error
+
+
+async def test_read_only_server_has_no_add(sample: Workspace) -> None:
+    with anyio.fail_after(TIMEOUT):
+        async with Client(create_server(sample, read_only=True)) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+    assert names == {"memory_search", "memory_get"}
+
+
+async def test_memdir_mcp_over_stdio(sample: Workspace) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memdir", "-w", str(sample.root), "mcp"],
+        env={"PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    with anyio.fail_after(TIMEOUT):
+        async with Client(params, read_timeout_seconds=TIMEOUT) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            found = await client.call_tool("memory_search", {"query": "Moganshan offsite"})
+    assert names == {"memory_search", "memory_get", "memory_add"}
+    assert not found.is_error
+    assert text_of(found).startswith('2 results for "Moganshan offsite"')
+    assert "memory/2026-11-24.md#L2-L2" in text_of(found)
