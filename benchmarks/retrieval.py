@@ -1,0 +1,216 @@
+"""Retrieval quality of ``MemoryIndex.search`` on a memret/1 file (offline, no LLM).
+
+Follows the protocol of the shared benchmark README exactly:
+
+1. one fresh workspace per corpus;
+2. one daily file ``memory/YYYY-MM-DD.md`` per distinct doc date, docs in file order, one doc
+   per bullet ``- HH:MM Speaker: text [image: caption]`` (missing parts omitted), and a
+   ``## <session>`` heading before each session when a day holds several; a side map
+   (file, line) -> doc id (ids, answers and questions never enter the files);
+3. indexing through ``MemoryIndex.index_all_from_workspace()``;
+4. ``search(question, limit=50)`` with product defaults, no query rewriting;
+5. hits mapped to the doc ids of the lines they cover, in order, de-duplicated;
+6. R@1/5/10, Hit@5, MRR (within 50), SessR@1/3, empty rate, p50/p95 latency, build time,
+   overall and per category (LoCoMo: adversarial reported on its own).
+
+Usage::
+
+    python benchmarks/retrieval.py FILE.json [--json OUT] [--limit-corpora N] [--ablate F,...]
+
+``--ablate`` switches ranking features off (see ``memdir.index._rank.RankConfig``) to measure
+what each one contributes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from memdir import MemoryIndex, Workspace
+
+LIMIT = 50
+ADVERSARIAL = "adversarial"
+
+
+def _bullet(doc: dict[str, Any]) -> str:
+    parts = ["-"]
+    if doc.get("time"):
+        parts.append(str(doc["time"]))
+    text = " ".join(str(doc.get("text") or "").split())
+    if doc.get("speaker"):
+        text = f"{doc['speaker']}: {text}"
+    parts.append(text)
+    if doc.get("caption"):
+        parts.append(f"[image: {' '.join(str(doc['caption']).split())}]")
+    return " ".join(parts)
+
+
+def write_corpus(root: Path, docs: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
+    """Write the daily files of one corpus; return the (file, line) -> doc id map."""
+    by_day: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for doc in docs:
+        by_day[doc["date"]].append(doc)
+    where: dict[tuple[str, int], str] = {}
+    (root / "memory").mkdir(parents=True, exist_ok=True)
+    for day, day_docs in by_day.items():
+        rel = f"memory/{day}.md"
+        sessions = list(dict.fromkeys(d.get("session") for d in day_docs))
+        lines: list[str] = []
+        current: object = object()
+        for doc in day_docs:
+            if len(sessions) > 1 and doc.get("session") != current:
+                current = doc.get("session")
+                if lines:
+                    lines.append("")
+                lines.append(f"## {current}")
+            lines.append(_bullet(doc))
+            where[(rel, len(lines))] = doc["id"]
+        (root / rel).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return where
+
+
+def _recall(ranked: list[str], relevant: set[str], k: int) -> float:
+    return len(relevant.intersection(ranked[:k])) / len(relevant)
+
+
+def score_query(ranked: list[str], relevant: set[str], session_of: dict[str, str]) -> dict[str, float]:
+    """Metrics of one ranked doc list against the relevant doc ids."""
+    first = next((i for i, doc in enumerate(ranked[:LIMIT]) if doc in relevant), None)
+    sessions = list(dict.fromkeys(session_of[doc] for doc in ranked))
+    wanted = {session_of[doc] for doc in relevant if doc in session_of}
+    return {
+        "R@1": _recall(ranked, relevant, 1),
+        "R@5": _recall(ranked, relevant, 5),
+        "R@10": _recall(ranked, relevant, 10),
+        "Hit@5": float(first is not None and first < 5),
+        "MRR": 0.0 if first is None else 1.0 / (first + 1),
+        "SessR@1": len(wanted.intersection(sessions[:1])) / len(wanted) if wanted else 0.0,
+        "SessR@3": len(wanted.intersection(sessions[:3])) / len(wanted) if wanted else 0.0,
+        "empty": float(not ranked),
+    }
+
+
+METRICS = ("R@1", "R@5", "R@10", "Hit@5", "MRR", "SessR@1", "SessR@3", "empty")
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:
+    out = {m: statistics.fmean(r["metrics"][m] for r in rows) for m in METRICS}
+    lat = sorted(r["ms"] for r in rows)
+    out["p50_ms"] = lat[len(lat) // 2]
+    out["p95_ms"] = lat[min(len(lat) - 1, int(len(lat) * 0.95))]
+    out["n"] = len(rows)
+    return out
+
+
+def run(path: Path, *, limit_corpora: int | None = None) -> dict[str, Any]:
+    """Run the protocol on one memret/1 file; returns per-query rows and summaries."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("format") != "memret/1":
+        raise SystemExit(f"{path}: not a memret/1 file")
+    corpora = data["corpora"][:limit_corpora] if limit_corpora else data["corpora"]
+    queries_by_corpus: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for query in data["queries"]:
+        queries_by_corpus[query["corpus"]].append(query)
+    rows: list[dict[str, Any]] = []
+    skipped = 0
+    build_s = 0.0
+    with tempfile.TemporaryDirectory(prefix="memdir-retrieval-") as tmp:
+        for number, corpus in enumerate(corpora):
+            root = Path(tmp) / f"c{number}"
+            where = write_corpus(root, corpus["docs"])
+            session_of = {d["id"]: f"{d['date']}/{d.get('session')}" for d in corpus["docs"]}
+            ws = Workspace(root, tz="UTC")
+            with MemoryIndex(ws) as index:
+                started = time.perf_counter()
+                index.index_all_from_workspace()
+                build_s += time.perf_counter() - started
+                for query in queries_by_corpus.get(corpus["id"], []):
+                    relevant = set(query.get("relevant") or [])
+                    if not relevant:
+                        skipped += 1
+                        continue
+                    started = time.perf_counter()
+                    hits = index.search(query["text"], limit=LIMIT)
+                    ms = (time.perf_counter() - started) * 1000
+                    ranked: list[str] = []
+                    for hit in hits:
+                        for line in range(hit.line_number, hit.line_end + 1):
+                            doc = where.get((hit.path, line))
+                            if doc is not None and doc not in ranked:
+                                ranked.append(doc)
+                    rows.append(
+                        {
+                            "id": query["id"],
+                            "category": query.get("category") or "all",
+                            "ms": ms,
+                            "ranked": ranked[:LIMIT],
+                            "relevant": sorted(relevant),
+                            "metrics": score_query(ranked, relevant, session_of),
+                        }
+                    )
+    answerable = [r for r in rows if r["category"] != ADVERSARIAL]
+    summaries: dict[str, dict[str, float]] = {}
+    if answerable:
+        summaries["overall" if len(answerable) == len(rows) else "answerable"] = _summary(
+            answerable
+        )
+    for category in sorted({r["category"] for r in rows}):
+        summaries[category] = _summary([r for r in rows if r["category"] == category])
+    return {
+        "file": str(path),
+        "dataset": data.get("dataset"),
+        "corpora": len(corpora),
+        "queries": len(rows),
+        "skipped_without_relevant": skipped,
+        "build_s": build_s,
+        "summaries": summaries,
+        "rows": rows,
+    }
+
+
+def _print(result: dict[str, Any]) -> None:
+    print(
+        f"{result['dataset']}: {result['corpora']} corpora, {result['queries']} queries "
+        f"({result['skipped_without_relevant']} without relevant docs skipped), "
+        f"index build {result['build_s']:.2f} s"
+    )
+    head = f"{'group':<18}{'n':>6}" + "".join(f"{m:>9}" for m in METRICS) + "   p50ms  p95ms"
+    print(head)
+    for name, s in result["summaries"].items():
+        cells = "".join(f"{s[m]:>9.3f}" for m in METRICS)
+        print(f"{name:<18}{int(s['n']):>6}{cells}  {s['p50_ms']:6.2f} {s['p95_ms']:6.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("file", type=Path, help="a memret/1 JSON file")
+    parser.add_argument("--json", type=Path, help="write per-query results here")
+    parser.add_argument("--limit-corpora", type=int, help="only the first N corpora")
+    parser.add_argument("--ablate", default="", help="ranking features to switch off (comma list)")
+    args = parser.parse_args(argv)
+    if args.ablate:
+        from memdir.index import _rank
+
+        off = {name.strip(): False for name in args.ablate.split(",") if name.strip()}
+        unknown = set(off) - {f.name for f in dataclasses.fields(_rank.RankConfig)}
+        if unknown:
+            parser.error(f"unknown ranking features: {', '.join(sorted(unknown))}")
+        _rank.DEFAULT = dataclasses.replace(_rank.DEFAULT, **off)
+    result = run(args.file, limit_corpora=args.limit_corpora)
+    _print(result)
+    if args.json:
+        args.json.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
