@@ -31,6 +31,7 @@ def _calls(*calls: tuple[str, str, dict[str, Any]]) -> Msg:
 
 def _agent(ws: Workspace, model: Any, **kw: Any) -> HarnessAgent:
     kw.setdefault("workspace_context", False)
+    kw.setdefault("memory_tools", False)
     return HarnessAgent(name="Test", model=model, workspace=ws, **kw)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 from typing import Final
 
-from memdir._toolcore import check_int
 from memdir.errors import ToolInputError, WorkspaceError
 from memdir.workspace import (
     INDEX_DIR,
@@ -37,6 +36,15 @@ _PROTECTED: Final = {
     LARGE_RESULTS_DIR: "large_tool_results/ holds saved tool outputs and may not be modified",
     INDEX_DIR: ".index/ holds the search index and may not be modified",
 }
+
+
+def _at_least(name: str, value: object, *, minimum: int) -> int:
+    # The agent's toolkit already turned "5" and 5.0 into 5; this guards direct callers.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolInputError(f"{name} must be an integer")
+    if value < minimum:
+        raise ToolInputError(f"{name} must be at least {minimum} (got {value})")
+    return value
 
 
 def _writable(workspace: Workspace, path: str) -> str:
@@ -92,12 +100,12 @@ def read_file(
         A header, the text, and a hint for reading on; or ``Error: ...``.
     """
     rel = workspace.relpath(path)
-    limit = min(check_int("max_chars", max_chars, minimum=1), MAX_READ_CHARS)
+    limit = min(_at_least("max_chars", max_chars, minimum=1), MAX_READ_CHARS)
     text = _read_text(workspace, rel)
     if start_char is not None:
-        return _char_window(rel, text, check_int("start_char", start_char, minimum=0), limit)
-    first = check_int("start_line", start_line, minimum=1)
-    count = check_int("num_lines", num_lines, minimum=1)
+        return _char_window(rel, text, _at_least("start_char", start_char, minimum=0), limit)
+    first = _at_least("start_line", start_line, minimum=1)
+    count = _at_least("num_lines", num_lines, minimum=1)
     return _line_window(rel, text, first, count, limit)
 
 
