@@ -1,0 +1,72 @@
+"""Planning a summary: the cut, what is summarised, what is pinned, and the repaired tail."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from memdir.compaction._pairing import latest_user_index, safe_cut, tail_start
+from memdir.messages import Msg, repair_tool_pairing
+
+__all__ = ["SummaryPlan", "plan_summary"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryPlan:
+    """How a conversation will be split.
+
+    Attributes:
+        cut: index of the first message of the kept tail.
+        summarize: indexes (before ``cut``) of the messages the summary replaces.
+        pinned_system: system messages from before the cut, kept verbatim (repeats collapsed).
+        body: the kept body (the latest user message if it was before the cut, then the
+            tail), with tool pairing repaired: an unanswered call gets an error result, a
+            misplaced result is quoted in a user message (nothing is dropped).
+    """
+
+    cut: int
+    summarize: list[int]
+    pinned_system: list[Msg]
+    body: list[Msg]
+
+
+def _pinned_system(prefix: Sequence[Msg]) -> list[Msg]:
+    # A system message is an instruction, not history: keep it whole, but one copy of each text
+    # (re-injected reminders would otherwise pile up across compactions).
+    last: dict[str, int] = {}
+    for i, msg in enumerate(prefix):
+        if msg.role == "system":
+            last[msg.text] = i
+    return [prefix[i] for i in sorted(last.values())]
+
+
+def plan_summary(
+    msgs: Sequence[Msg],
+    *,
+    keep_messages: int,
+    keep_tokens: int,
+    count_message: Callable[[Msg], int],
+) -> SummaryPlan | None:
+    """Split ``msgs`` for a summary, or ``None`` when nothing before the tail can be summarised.
+
+    The cut never separates a tool call from any of its results. The newest real user message
+    is always kept verbatim: when it falls before the cut it is moved right after the summary.
+    """
+    desired = tail_start(
+        msgs, keep_messages=keep_messages, keep_tokens=keep_tokens, count_message=count_message
+    )
+    cut = safe_cut(msgs, desired)
+    if cut <= 0:
+        return None
+    user = latest_user_index(msgs)
+    pinned_user = user if user is not None and user < cut else None
+    summarize = [i for i in range(cut) if msgs[i].role != "system" and i != pinned_user]
+    if not summarize:
+        return None
+    body = ([msgs[pinned_user]] if pinned_user is not None else []) + list(msgs[cut:])
+    return SummaryPlan(
+        cut=cut,
+        summarize=summarize,
+        pinned_system=_pinned_system(msgs[:cut]),
+        body=repair_tool_pairing(body),
+    )

@@ -1,0 +1,285 @@
+"""The summary prompt, the transcript the summariser reads, and the summary message.
+
+The summariser sees every message of the prefix as one labelled line: text in full, tool calls
+*with* their arguments (long strings shortened in the middle, so paths, commands and ids stay),
+tool results shortened to their head and tail, and error results kept much longer, because the
+error is usually what the next attempt needs. An earlier summary is given as the running state to
+fold into the new one.
+
+The summary message is a ``user`` message named :data:`~memdir.messages.SUMMARY_NAME`, with a
+stable id derived from its text. It is a user message because every provider accepts one
+anywhere in the conversation (Anthropic has no system role inside ``messages`` and several
+OpenAI-compatible servers reject a system message after the first), while an assistant message
+would put words in the model's mouth. Its lead-in says it is context, not a new request, and
+names the session log lines it replaced, so the exact messages can be read back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from memdir.messages import (
+    SUMMARY_NAME,
+    ImageBlock,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+__all__ = [
+    "DEFAULT_SUMMARY_PROMPT",
+    "SUMMARY_META_KEY",
+    "SUMMARY_SECTIONS",
+    "SummaryLog",
+    "build_summary_message",
+    "render_message",
+    "render_messages",
+    "render_prompt",
+    "summarized_count",
+    "summary_log",
+    "summary_text",
+]
+
+SUMMARY_SECTIONS = ("## SESSION INTENT", "## SUMMARY", "## ARTIFACTS", "## NEXT STEPS")
+"""The four sections every summary has, in this order."""
+
+SUMMARY_META_KEY = "memdir.compaction"
+"""Metadata key of a summary message: ``{"log": {"path", "start_line", "end_line"} | None,
+"summarized": <number of messages>}``."""
+
+DEFAULT_SUMMARY_PROMPT = """\
+You are compacting the history of a working session between a user and an AI assistant that \
+uses tools. The messages below will be removed from the assistant's context and replaced by \
+your summary, so whatever you leave out is gone for the assistant. Write the summary it needs \
+to continue the work without asking again.
+
+Rules:
+- Keep every identifier exactly as written: file paths, URLs, function and class names, \
+commands, ticket numbers, ids, version numbers, numbers and dates.
+- Keep decisions and their reasons, constraints and preferences the user stated, and \
+approaches that failed and why (so they are not tried again).
+- Quote the user's latest request word for word, and say what is still pending.
+- If a previous summary is given, fold it in: keep what still matters from it, update what \
+changed. Produce one summary, not two.
+- Do not invent anything. Write "None" under a heading that has nothing.
+
+Answer with exactly these four Markdown sections and nothing else:
+
+## SESSION INTENT
+What the user wants overall, and their latest request quoted.
+
+## SUMMARY
+What happened, in order: findings, decisions, results, errors.
+
+## ARTIFACTS
+Files, resources and commands touched, with their paths and what changed.
+
+## NEXT STEPS
+What remains to do, starting with what the assistant was doing when this summary was made.
+
+<messages>
+{messages}
+</messages>
+"""
+
+# Rendering limits (characters). Errors get more room: their text is what the next try needs.
+_TEXT_LIMIT = 6_000
+_RESULT_LIMIT = 1_200
+_ERROR_LIMIT = 4_000
+_THINKING_LIMIT = 600
+_ARG_STRING_LIMIT = 300
+_CALL_LIMIT = 1_500
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` shortened in the middle to about ``limit`` characters (head twice the tail)."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    head = (limit * 2) // 3
+    tail = limit - head
+    return f"{text[:head]} …[{len(text) - limit:,} characters omitted]… {text[-tail:]}"
+
+
+def _compact_args(value: Any, depth: int = 0) -> Any:
+    if depth > 8:
+        return "…"
+    if isinstance(value, str):
+        return _clip(value, _ARG_STRING_LIMIT)
+    if isinstance(value, dict):
+        return {k: _compact_args(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        items = [_compact_args(v, depth + 1) for v in value[:20]]
+        if len(value) > 20:
+            items.append(f"…{len(value) - 20} more")
+        return items
+    return value
+
+
+def _render_call(call: ToolUseBlock) -> str:
+    try:
+        args = json.dumps(_compact_args(call.input), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        args = repr(call.input)
+    return f"[tool call {call.name} id={call.id}] {_clip(args, _CALL_LIMIT)}"
+
+
+def _render_result(block: ToolResultBlock) -> str:
+    label = f"[tool result {block.name or '?'} id={block.tool_use_id}"
+    label += " ERROR]" if block.is_error else "]"
+    text = block.text
+    if not isinstance(block.output, str):
+        images = sum(isinstance(p, ImageBlock) for p in block.output)
+        if images:
+            text += f" [{images} image(s)]"
+    return f"{label} {_clip(text, _ERROR_LIMIT if block.is_error else _RESULT_LIMIT)}"
+
+
+def render_message(msg: Msg) -> str:
+    """One message as the summariser reads it (a labelled, possibly multi-line entry)."""
+    parts: list[str] = []
+    for block in msg.content:
+        if isinstance(block, TextBlock):
+            if block.text.strip():
+                parts.append(_clip(block.text, _TEXT_LIMIT))
+        elif isinstance(block, ThinkingBlock):
+            if block.thinking.strip():
+                parts.append(f"[thinking] {_clip(block.thinking, _THINKING_LIMIT)}")
+        elif isinstance(block, ImageBlock):
+            parts.append("[image]")
+        elif isinstance(block, ToolUseBlock):
+            parts.append(_render_call(block))
+        else:
+            parts.append(_render_result(block))
+    body = "\n".join(parts) if parts else "(empty)"
+    return f"[{msg.role}] {body}"
+
+
+def render_messages(msgs: Sequence[Msg], *, previous_summary: str | None = None) -> str:
+    """The transcript placed in the prompt's ``{messages}``, previous summary first."""
+    chunks: list[str] = []
+    if previous_summary and previous_summary.strip():
+        chunks.append(f"<previous_summary>\n{previous_summary.strip()}\n</previous_summary>")
+    chunks.extend(render_message(m) for m in msgs)
+    return "\n\n".join(chunks)
+
+
+def render_prompt(template: str, transcript: str) -> str:
+    """The prompt with ``{messages}`` replaced (other braces left alone)."""
+    return template.replace("{messages}", transcript)
+
+
+# -- the summary message -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryLog:
+    """Where the messages a summary replaced are kept: a session log and a line range."""
+
+    path: str
+    start_line: int
+    end_line: int
+
+
+_OPEN, _CLOSE = "<summary>\n", "\n</summary>"
+_LEAD_LOGGED = (
+    "[Context note, not a new request] Earlier messages of this conversation were compacted "
+    "into the summary below. They are saved word for word in {path}, lines {start}-{end} "
+    "(one JSON message per line); read those lines back when an exact detail is needed."
+)
+_LEAD_UNLOGGED = (
+    "[Context note, not a new request] Earlier messages of this conversation were compacted "
+    "into the summary below."
+)
+
+
+def build_summary_message(
+    summary: str,
+    *,
+    log: SummaryLog | None,
+    summarized: int,
+    created_at: datetime,
+) -> Msg:
+    """The message that stands for a compacted prefix.
+
+    Args:
+        summary: the four-section summary text.
+        log: the session log lines holding the replaced messages (``None`` if not saved).
+        summarized: how many messages it replaced (including those earlier summaries replaced).
+        created_at: its timestamp.
+    """
+    if log is not None:
+        lead = _LEAD_LOGGED.format(path=log.path, start=log.start_line, end=log.end_line)
+    else:
+        lead = _LEAD_UNLOGGED
+    text = f"{lead}\n\n{_OPEN}{summary.strip()}{_CLOSE}"
+    meta: dict[str, Any] = {
+        "log": (
+            {"path": log.path, "start_line": log.start_line, "end_line": log.end_line}
+            if log is not None
+            else None
+        ),
+        "summarized": summarized,
+    }
+    stable = uuid.uuid5(uuid.NAMESPACE_URL, "memdir-summary:" + text).hex
+    return Msg(
+        role="user",
+        content=(TextBlock(text=text),),
+        name=SUMMARY_NAME,
+        id=f"{SUMMARY_NAME}:{stable}",
+        created_at=created_at,
+        metadata={SUMMARY_META_KEY: meta},
+    )
+
+
+def summary_text(msg: Msg) -> str:
+    """The summary inside a summary message (its whole text if it has no wrapper)."""
+    text = msg.text
+    start = text.rfind(_OPEN)
+    end = text.rfind(_CLOSE)
+    if start != -1 and end > start:
+        return text[start + len(_OPEN) : end].strip()
+    return text.strip()
+
+
+_LEAD_SPAN = re.compile(r"saved word for word in (\S+?), lines (\d+)-(\d+)")
+
+
+def summary_log(msg: Msg) -> SummaryLog | None:
+    """The log lines a summary message names (from its metadata, else from its text)."""
+    meta = msg.metadata.get(SUMMARY_META_KEY)
+    if isinstance(meta, Mapping):
+        log = meta.get("log")
+        if isinstance(log, Mapping):
+            try:
+                return SummaryLog(
+                    path=str(log["path"]),
+                    start_line=int(log["start_line"]),
+                    end_line=int(log["end_line"]),
+                )
+            except (KeyError, TypeError, ValueError):
+                pass
+    match = _LEAD_SPAN.search(msg.text)
+    if match:
+        return SummaryLog(
+            path=match.group(1), start_line=int(match.group(2)), end_line=int(match.group(3))
+        )
+    return None
+
+
+def summarized_count(msg: Msg) -> int:
+    """How many messages an earlier summary message replaced (0 if unknown)."""
+    meta = msg.metadata.get(SUMMARY_META_KEY)
+    if isinstance(meta, Mapping):
+        value = meta.get("summarized")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 0
