@@ -214,7 +214,7 @@ def select_memory(text: str, budget: int, counter: TokenCounter, *, searchable: 
         ),
     )
     chosen: dict[int, str] = {}
-    left = budget - 60  # room for the note about what was left out
+    left = budget - 60  # first guess at the room the note about left-out sections needs
     skipped: list[int] = []
     for i in order:
         if sections[i].tokens <= left:
@@ -227,14 +227,29 @@ def select_memory(text: str, budget: int, counter: TokenCounter, *, searchable: 
         partial = _partial(sections[first], left, counter)
         if partial is not None:
             chosen[first] = partial
-            skipped.pop(0)
+            skipped.remove(first)
+    while True:
+        # Estimates of parts do not add up exactly: measure the result, drop the least
+        # important chosen section until the whole fits.
+        rendered = _render(sections, chosen, skipped, budget, searchable)
+        if counter.count_text(rendered) <= budget or not chosen:
+            return rendered
+        drop = next(i for i in reversed(order) if i in chosen)
+        del chosen[drop]
+        skipped.append(drop)
+
+
+def _render(
+    sections: list[_Section],
+    chosen: dict[int, str],
+    skipped: list[int],
+    budget: int,
+    searchable: bool,
+) -> str:
     out = [chosen[i] for i in sorted(chosen)]
     if skipped:
-        out.append(
-            _omitted_note(
-                sorted((sections[i] for i in skipped), key=lambda s: s.start), budget, searchable
-            )
-        )
+        left_out = [sections[i] for i in sorted(skipped)]
+        out.append(_omitted_note(left_out, budget, searchable))
     return "\n\n".join(out)
 
 
