@@ -25,6 +25,7 @@ from memdir.messages import (
     ToolUseBlock,
 )
 from memdir.models import ChatModel, ModelResponse, ToolSpec, Usage
+from memdir.sessions import LogSpan, SessionLog
 from memdir.tokens import (
     EstimatingCounter,
     ExactCounter,
@@ -46,6 +47,7 @@ __all__ = [
     "ImageBlock",
     "IndexCorruptError",
     "IndexStats",
+    "LogSpan",
     "MemdirError",
     "MemoryIndex",
     "MessageFormatError",
@@ -53,6 +55,7 @@ __all__ = [
     "ModelResponse",
     "Msg",
     "SearchHit",
+    "SessionLog",
     "SessionLogError",
     "TextBlock",
     "ThinkingBlock",

@@ -1,0 +1,458 @@
+"""Session logs: raw conversation messages offloaded before compaction, never lost.
+
+``sessions/<session_id>.log.jsonl`` holds one JSON record per line (UTF-8)::
+
+    {"v":1,"type":"message","session":"s1","offloaded_at":"2026-11-30T09:00:00+00:00",
+     "msg":{...Msg.to_dict()...}}
+
+The log is append-only and keeps every message in full: tool inputs and outputs are never
+truncated (an optional ``redact`` hook masks secrets in text fields first). Appends are
+idempotent: a message whose id is already in the log is not written again, checked under the
+same lock as the write, so several processes offloading the same conversation write each
+message once. Each :meth:`SessionLog.append` is one locked ``write``; if it fails (disk full,
+permission denied) the file is truncated back, so no partial record is ever left behind.
+
+The reader tolerates damage: a torn last line (a write interrupted by a crash) is skipped,
+and any other line that is not a valid record is reported with its line number and the
+reason instead of failing the read. Records are addressed by line numbers: ``append`` returns
+the :class:`LogSpan` it wrote and :meth:`SessionLog.messages` reads a span back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memdir.errors import MemdirError, SessionLogError, WorkspaceError
+from memdir.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from memdir.workspace import SESSIONS_DIR, Workspace, locked_append
+
+__all__ = [
+    "LOG_SUFFIX",
+    "LogReadResult",
+    "LogRecord",
+    "LogSpan",
+    "SessionLog",
+    "list_sessions",
+    "validate_session_id",
+]
+
+LOG_SUFFIX = ".log.jsonl"
+RECORD_VERSION = 1
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+
+Redactor = Callable[[str], str]
+
+
+def validate_session_id(session_id: str) -> str:
+    """Return ``session_id`` if it is a valid session id, else raise :class:`SessionLogError`.
+
+    Valid ids are 1-128 characters of ``A-Z a-z 0-9 . _ -`` not starting with a dot, so an id
+    is always one plain file name inside ``sessions/``.
+    """
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+        raise SessionLogError(
+            f"invalid session id {session_id!r}: use 1-128 characters of A-Z a-z 0-9 . _ - "
+            "that do not start with a dot"
+        )
+    return session_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogSpan:
+    """A range of lines in a session log (1-based, inclusive).
+
+    Attributes:
+        path: the log's workspace-relative path (``sessions/<id>.log.jsonl``).
+        start_line: the first line.
+        end_line: the last line.
+    """
+
+    path: str
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogRecord:
+    """One message record read from a session log.
+
+    Attributes:
+        line: its line number (1-based).
+        session: the session id written in the record.
+        offloaded_at: when it was written, if the record says.
+        msg: the message, exactly as it was offloaded (after redaction).
+    """
+
+    line: int
+    session: str
+    offloaded_at: datetime | None
+    msg: Msg
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogReadResult:
+    """What :meth:`SessionLog.read` found.
+
+    Attributes:
+        records: the valid message records, in file order.
+        malformed: ``(line number, reason)`` for every line that is not a valid record.
+        torn_tail: whether an incomplete last line (an interrupted write) was skipped.
+    """
+
+    records: list[LogRecord] = field(default_factory=list)
+    malformed: list[tuple[int, str]] = field(default_factory=list)
+    torn_tail: bool = False
+
+
+@dataclass(slots=True)
+class _Scan:
+    """What is known about the file up to ``parsed_upto`` (the end of its last full line)."""
+
+    inode: int = -1
+    size: int = -1
+    mtime_ns: int = -1
+    parsed_upto: int = 0
+    lines: int = 0
+    ids: set[str] = field(default_factory=set)
+
+
+class SessionLog:
+    """The append-only log of one session's offloaded messages.
+
+    Args:
+        workspace: the workspace (its ``sessions/`` directory holds the log).
+        session_id: 1-128 characters of ``A-Z a-z 0-9 . _ -``, not starting with a dot.
+        redact: applied to every text field (text, thinking, tool input strings, tool output)
+            before a message is written; e.g. :class:`memdir.redact.Redactor`.
+
+    Raises:
+        SessionLogError: the session id is invalid.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        session_id: str,
+        *,
+        redact: Redactor | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.session_id = validate_session_id(session_id)
+        self.rel_path = f"{SESSIONS_DIR}/{session_id}{LOG_SUFFIX}"
+        self.path: Path = workspace.root / self.rel_path
+        self.redact = redact
+        self._scan = _Scan()
+
+    def __repr__(self) -> str:
+        return f"SessionLog({self.rel_path!r})"
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def append(self, msgs: Iterable[Msg], *, fsync: bool = True) -> LogSpan | None:
+        """Append the messages that are not in the log yet, in one locked write.
+
+        Args:
+            msgs: the messages; those whose id is already logged (or repeated) are skipped.
+            fsync: flush the file to disk before returning (default; an offload must survive
+                a crash that follows it).
+
+        Returns:
+            The lines written, or ``None`` when every message was already logged.
+
+        Raises:
+            SessionLogError: the log cannot be written; the file is left as it was.
+            MessageFormatError: a message is not JSON-serialisable (nothing is written).
+        """
+        batch = list(msgs)
+        for msg in batch:
+            if not isinstance(msg, Msg):
+                raise SessionLogError(f"can only log Msg objects, not {type(msg).__name__}")
+        if not batch:
+            return None
+        with self._locked():
+            scan = self._refresh()
+            seen = set(scan.ids)
+            fresh: list[Msg] = []
+            for msg in batch:
+                if msg.id not in seen:
+                    seen.add(msg.id)
+                    fresh.append(msg)
+            if not fresh:
+                return None
+            stamp = self.workspace.utc_now().isoformat()
+            payload = b"".join(self._encode(msg, stamp) for msg in fresh)
+            created = not self.path.exists()
+            before = max(scan.size, 0)
+            torn = before > scan.parsed_upto
+            try:
+                _, end = locked_append(self.path, payload, fsync=fsync)
+            except WorkspaceError as exc:
+                self._roll_back(before, created)
+                raise SessionLogError(
+                    f"cannot write session log {self.rel_path}: {exc}; nothing was written"
+                ) from exc
+            if created and fsync:
+                _fsync_dir(self.path.parent)
+            first = scan.lines + (1 if torn else 0) + 1
+            self._remember(scan, end, first - 1 + len(fresh), {m.id for m in fresh})
+            return LogSpan(path=self.rel_path, start_line=first, end_line=first + len(fresh) - 1)
+
+    def _encode(self, msg: Msg, stamp: str) -> bytes:
+        if self.redact is not None:
+            msg = _redact_message(msg, self.redact)
+        record = {
+            "v": RECORD_VERSION,
+            "type": "message",
+            "session": self.session_id,
+            "offloaded_at": stamp,
+            "msg": msg.to_dict(),
+        }
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        try:
+            return (line + "\n").encode("utf-8")
+        except UnicodeEncodeError:
+            # Lone surrogates cannot be UTF-8: escape them (and only then everything) as \\uXXXX.
+            line = json.dumps(record, ensure_ascii=True, separators=(",", ":"))
+            return (line + "\n").encode("ascii")
+
+    def _roll_back(self, size: int, created: bool) -> None:
+        with contextlib.suppress(OSError):
+            if created and self.path.stat().st_size <= size:
+                self.path.unlink()
+            else:
+                os.truncate(self.path, size)
+        self._scan = _Scan()
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        name = f"session-{self.session_id}"
+        if len(name) > 100:
+            name = "session-" + hashlib.sha256(self.session_id.encode()).hexdigest()[:40]
+        try:
+            with self.workspace.lock(name):
+                yield
+        except OSError as exc:
+            raise SessionLogError(f"cannot lock session log {self.rel_path}: {exc}") from exc
+
+    # -- the id cache -------------------------------------------------------------------------
+
+    def _refresh(self) -> _Scan:
+        """Bring the cached ids and line count up to date, reading only what was appended."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            self._scan = _Scan(size=0)
+            return self._scan
+        except OSError as exc:
+            raise SessionLogError(f"cannot read session log {self.rel_path}: {exc}") from exc
+        scan = self._scan
+        if (st.st_ino, st.st_size, st.st_mtime_ns) == (scan.inode, scan.size, scan.mtime_ns):
+            return scan
+        if st.st_ino != scan.inode or st.st_size < scan.parsed_upto:
+            scan = _Scan()  # replaced or shrunk: parse from the start
+        try:
+            with self.path.open("rb") as fh:
+                fh.seek(scan.parsed_upto)
+                chunk = fh.read()
+        except OSError as exc:
+            raise SessionLogError(f"cannot read session log {self.rel_path}: {exc}") from exc
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        for raw in complete.split(b"\n")[:-1]:
+            msg_id = _record_id(raw)
+            if msg_id is not None:
+                scan.ids.add(msg_id)
+        scan.lines += complete.count(b"\n")
+        scan.size = scan.parsed_upto + len(chunk)
+        scan.parsed_upto += len(complete)
+        scan.inode, scan.mtime_ns = st.st_ino, st.st_mtime_ns
+        self._scan = scan
+        return scan
+
+    def _remember(self, scan: _Scan, end: int, lines: int, ids: set[str]) -> None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            self._scan = _Scan()
+            return
+        scan.ids |= ids
+        scan.lines, scan.parsed_upto = lines, end
+        scan.inode, scan.size, scan.mtime_ns = st.st_ino, end, st.st_mtime_ns
+        if st.st_size != end:  # another writer bypassed the lock: re-read next time
+            scan.size = -1
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def ids(self) -> set[str]:
+        """Ids of every message in the log."""
+        with self._locked():
+            return set(self._refresh().ids)
+
+    def read(self) -> LogReadResult:
+        """Every record, plus the lines that could not be read (never raises for bad lines).
+
+        Raises:
+            SessionLogError: the file exists but cannot be read at all.
+        """
+        return self._read(None, None)
+
+    def messages(self, start_line: int | None = None, end_line: int | None = None) -> list[Msg]:
+        """The messages on lines ``start_line..end_line`` (1-based, inclusive; default all).
+
+        Bad lines in the range are skipped (see :meth:`read` for why).
+
+        Raises:
+            SessionLogError: a line number below 1 or an end before the start.
+        """
+        if start_line is not None and start_line < 1:
+            raise SessionLogError("start_line must be 1 or more")
+        if end_line is not None and end_line < (start_line or 1):
+            raise SessionLogError("end_line must not be before start_line")
+        return [r.msg for r in self._read(start_line, end_line).records]
+
+    def read_span(self, span: LogSpan) -> list[Msg]:
+        """The messages of a :class:`LogSpan` returned by :meth:`append`."""
+        if span.path != self.rel_path:
+            raise SessionLogError(f"span {span.path} belongs to another log than {self.rel_path}")
+        return self.messages(span.start_line, span.end_line)
+
+    def _read(self, start: int | None, end: int | None) -> LogReadResult:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return LogReadResult()
+        except OSError as exc:
+            raise SessionLogError(f"cannot read session log {self.rel_path}: {exc}") from exc
+        records: list[LogRecord] = []
+        malformed: list[tuple[int, str]] = []
+        torn = False
+        lines = data.split(b"\n")
+        tail = lines.pop()  # b"" when the file ends with a newline
+        if tail:
+            lines.append(tail)
+        for number, raw in enumerate(lines, start=1):
+            if start is not None and number < start:
+                continue
+            if end is not None and number > end:
+                break
+            if not raw.strip():
+                continue
+            record, reason = _parse(raw, number)
+            if record is not None:
+                records.append(record)
+            elif tail and number == len(lines):
+                torn = True  # an interrupted write; the next append starts a new line
+            elif reason:
+                malformed.append((number, reason))
+        return LogReadResult(records=records, malformed=malformed, torn_tail=torn)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _record_id(raw: bytes) -> str | None:
+    try:
+        data = json.loads(raw)
+        msg_id = data["msg"]["id"]
+    except (ValueError, TypeError, KeyError):
+        return None
+    return msg_id if isinstance(msg_id, str) else None
+
+
+def _parse(raw: bytes, number: int) -> tuple[LogRecord | None, str]:
+    """A record, or ``(None, reason)``; the reason is empty for lines to skip silently."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON ({exc.msg} at column {exc.colno})"
+    except ValueError as exc:  # e.g. a number too long to convert
+        return None, f"invalid JSON ({exc})"
+    if not isinstance(data, dict):
+        return None, "not a JSON object"
+    if data.get("v") != RECORD_VERSION:
+        return None, f"unsupported record version {data.get('v')!r}"
+    if data.get("type") != "message":
+        return None, ""  # a record kind this version does not know: not an error
+    try:
+        msg = Msg.from_dict(data["msg"])
+    except KeyError:
+        return None, "record has no 'msg'"
+    except MemdirError as exc:
+        return None, f"bad message: {exc}"
+    offloaded_at: datetime | None = None
+    with contextlib.suppress(TypeError, ValueError):
+        offloaded_at = datetime.fromisoformat(data["offloaded_at"])
+    session = data.get("session")
+    return LogRecord(
+        line=number,
+        session=session if isinstance(session, str) else "",
+        offloaded_at=offloaded_at,
+        msg=msg,
+    ), ""
+
+
+def _redact_value(value: Any, redact: Redactor) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redact_value(v, redact) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(v, redact) for v in value]
+    return value
+
+
+def _redact_message(msg: Msg, redact: Redactor) -> Msg:
+    blocks: list[Any] = []
+    for block in msg.content:
+        if isinstance(block, TextBlock):
+            block = replace(block, text=redact(block.text))
+        elif isinstance(block, ThinkingBlock) and not block.redacted:
+            block = replace(block, thinking=redact(block.thinking))
+        elif isinstance(block, ToolUseBlock):
+            block = replace(block, input=_redact_value(block.input, redact))
+        elif isinstance(block, ToolResultBlock):
+            output = block.output
+            if isinstance(output, str):
+                block = replace(block, output=redact(output))
+            else:
+                parts = [
+                    replace(p, text=redact(p.text)) if isinstance(p, TextBlock) else p
+                    for p in output
+                ]
+                block = replace(block, output=parts)
+        blocks.append(block)
+    return msg.with_content(blocks)
+
+
+def _fsync_dir(directory: Path) -> None:
+    # A new file's directory entry must reach the disk too, or a crash can lose the file.
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def list_sessions(workspace: Workspace) -> list[str]:
+    """Ids of the sessions that have a log in ``workspace``, sorted."""
+    directory = workspace.sessions_dir
+    if not directory.is_dir():
+        return []
+    found = []
+    for entry in directory.iterdir():
+        if entry.name.endswith(LOG_SUFFIX) and entry.is_file():
+            session_id = entry.name[: -len(LOG_SUFFIX)]
+            if _SESSION_ID.fullmatch(session_id):
+                found.append(session_id)
+    return sorted(found)
