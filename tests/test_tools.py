@@ -229,6 +229,12 @@ def test_get_single_line_citation_and_explicit_arguments(sample: Workspace) -> N
     assert explicit.split("\n")[0] == "MEMORY.md (lines 5-6 of 31):"
 
 
+def test_get_before_the_first_consolidation(ws: Workspace) -> None:
+    assert memory_get("MEMORY.md", workspace=ws) == (
+        "Error: MEMORY.md does not exist yet; memory_search finds facts in the daily notes"
+    )
+
+
 def test_get_finds_a_ledger_that_moved_to_the_archive(sample: Workspace) -> None:
     out = memory_get("memory/2026-08-03.md", 1, 2, workspace=sample)
     assert out.startswith(
@@ -263,6 +269,7 @@ def test_get_caps_lines_and_characters(ws: Workspace) -> None:
         ("/etc/passwd", 1, 50, "Error: absolute path '/etc/passwd' is outside the workspace"),
         ("memory/link.md", 1, 50, "leads outside the workspace through a symlink"),
         ("memory/2031-01-01.md", 1, 50, "Error: file not found: memory/2031-01-01.md"),
+        ("memory/2031-01-01.md:4", 1, 50, "Error: file not found: memory/2031-01-01.md"),
         ("memory/empty.md", 1, 50, "Error: memory/empty.md is empty"),
         ("memory/archive", 1, 50, "Error: memory/archive is a directory"),
         ("MEMORY.md", 99, 50, "Error: start_line 99 is past the end of MEMORY.md (31 lines)"),

@@ -164,6 +164,10 @@ def read_memory(ws: Workspace, path: str, start_line: int, num_lines: int | None
         moved = f"{ARCHIVE_DIR}/{name}"
         if _LEDGER_FILE.fullmatch(name) and (ws.root / moved).is_file():
             rel = moved
+        elif rel == MEMORY_MD:
+            raise WorkspaceError(
+                "MEMORY.md does not exist yet; memory_search finds facts in the daily notes"
+            )
         else:
             raise WorkspaceError(
                 f"file not found: {rel} (ledgers are memory/YYYY-MM-DD.md; older ones move to "

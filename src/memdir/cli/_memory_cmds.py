@@ -27,9 +27,9 @@ def init(state: CliState) -> None:
 @click.argument("text")
 @pass_state
 def add(state: CliState, text: str) -> None:
-    """Append TEXT as a bullet to today's ledger (``-`` reads stdin; one bullet per line).
+    """Append TEXT as a bullet to today's ledger ('-' reads stdin; one bullet per line).
 
-    The ledger is re-indexed right away, so ``memdir search`` finds the new bullets.
+    The ledger is re-indexed right away, so 'memdir search' finds the new bullets.
     """
     from memdir._toolcore import add_memory
 
