@@ -1,0 +1,34 @@
+"""Long-term memory: flush to the daily ledger, consolidation into ``MEMORY.md``, maintenance.
+
+- :class:`MemoryFlushManager` extracts new facts from conversation messages into
+  ``memory/YYYY-MM-DD.md``, exactly once per message.
+- :class:`MemoryConsolidator` merges new ledger entries into ``MEMORY.md`` within a size budget,
+  keeping previous versions and refusing destructive rewrites.
+- :class:`MemoryMaintenanceScheduler` archives, consolidates, prunes and reindexes in the
+  background, once across processes.
+"""
+
+from __future__ import annotations
+
+from memdir.memory._history import read_log as read_consolidation_log
+from memdir.memory._prompts import DEFAULT_CONSOLIDATION_PROMPT, DEFAULT_FLUSH_PROMPT
+from memdir.memory.consolidate import ConsolidationResult, MemoryConsolidator
+from memdir.memory.flush import FlushResult, MemoryFlushManager
+from memdir.memory.maintenance import (
+    MaintenanceConfig,
+    MaintenanceReport,
+    MemoryMaintenanceScheduler,
+)
+
+__all__ = [
+    "DEFAULT_CONSOLIDATION_PROMPT",
+    "DEFAULT_FLUSH_PROMPT",
+    "ConsolidationResult",
+    "FlushResult",
+    "MaintenanceConfig",
+    "MaintenanceReport",
+    "MemoryConsolidator",
+    "MemoryFlushManager",
+    "MemoryMaintenanceScheduler",
+    "read_consolidation_log",
+]

@@ -1,0 +1,60 @@
+"""Read a model's flush answer: new bullets, an explicit "nothing new", or unusable text.
+
+Models decorate. ``NO_REPLY.``, `` `NO_REPLY` ``, a fenced ``NO_REPLY``, ``- (none)`` and
+``- NO_REPLY`` all mean "nothing new". Prose without any list item is *unusable* (not
+"nothing"): the caller keeps the messages for the next flush instead of losing them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memdir.ledger import normalize_bullet
+from memdir.memory._entries import parse_bullets, strip_fence
+
+__all__ = ["FlushAnswer", "describe_error", "parse_flush_answer"]
+
+_NOTHING = re.compile(
+    r"^[\s\W]*(?:no[_ ]?reply|none|nothing(?: new)?(?: to (?:add|record|remember|extract))?|"
+    r"n/?a|no new (?:memories|facts|information))[\s\W]*$",
+    re.IGNORECASE,
+)
+_NO_REPLY_FIRST = re.compile(r"^[\s`*_>\"'(\[]*NO_REPLY\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class FlushAnswer:
+    """What the answer said."""
+
+    bullets: tuple[str, ...]
+    nothing: bool
+    usable: bool
+
+
+def parse_flush_answer(text: str) -> FlushAnswer:
+    """Classify a flush answer (see the module docstring)."""
+    body = strip_fence(text).strip()
+    if not body:
+        return FlushAnswer((), nothing=False, usable=False)
+    if _NO_REPLY_FIRST.match(body) or _NOTHING.match(body):
+        return FlushAnswer((), nothing=True, usable=True)
+    bullets = []
+    for bullet in parse_bullets(body):
+        if _NOTHING.match(bullet.text) or not normalize_bullet(bullet.text):
+            continue
+        bullets.append(bullet.text)
+    if bullets:
+        return FlushAnswer(tuple(bullets), nothing=False, usable=True)
+    if parse_bullets(body):  # only "nothing" bullets
+        return FlushAnswer((), nothing=True, usable=True)
+    return FlushAnswer((), nothing=False, usable=False)
+
+
+def describe_error(exc: BaseException) -> str:
+    """A log-safe description of a model failure: its type and HTTP status, no message text.
+
+    Error messages may quote the request, and the request is memory.
+    """
+    status = getattr(exc, "status_code", None)
+    return f"{type(exc).__name__}, HTTP {status}" if status else type(exc).__name__

@@ -1,0 +1,191 @@
+"""Bullets of a Markdown memory file: parsing, comparison and the entry-level diff.
+
+A bullet is a list item (``-``, ``*``, ``+``, ``•`` or ``1.``) plus its indented continuation
+lines. Comparison uses :func:`memdir.ledger.normalize_bullet`; "the same fact reworded" is
+decided by word overlap, so that an updated fact counts as *changed*, not as removed + added.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from memdir.ledger import normalize_bullet
+
+__all__ = [
+    "Bullet",
+    "EntryDiff",
+    "LedgerBlock",
+    "diff_entries",
+    "parse_bullets",
+    "parse_ledger_blocks",
+    "strip_fence",
+]
+
+_BULLET = re.compile(r"^(\s{0,3})(?:[-*+•]|\d{1,3}[.)])\s+(.*)$")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*```[\w+-]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+_SIMILAR = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Bullet:
+    """One list item: its text (marker removed, continuations joined), heading and lines."""
+
+    text: str
+    heading: str | None
+    first_line: int  # 0-based, inclusive
+    last_line: int  # 0-based, inclusive
+
+    @property
+    def key(self) -> str:
+        """The normalized text used for equality."""
+        return normalize_bullet(self.text)
+
+
+def strip_fence(text: str) -> str:
+    """Remove one enclosing Markdown code fence (models like to wrap files in them)."""
+    match = _FENCE.match(text.strip())
+    return match.group(1) if match else text
+
+
+def parse_bullets(text: str) -> list[Bullet]:
+    """Every bullet of ``text`` in order. Lines inside code fences are not bullets."""
+    bullets: list[Bullet] = []
+    heading: str | None = None
+    lines = text.splitlines()
+    in_code = False
+    current: list[str] = []
+    start = last = -1
+
+    def close() -> None:
+        nonlocal current
+        if current:
+            body = " ".join(part.strip() for part in current if part.strip())
+            if body:
+                bullets.append(Bullet(body, heading, start, last))
+        current = []
+
+    for number, line in enumerate(lines):
+        if line.lstrip().startswith("```"):
+            close()
+            in_code = not in_code
+            continue
+        if in_code:
+            continue
+        match = _BULLET.match(line)
+        if match:
+            close()
+            current, start, last = [match.group(2)], number, number
+            continue
+        head = _HEADING.match(line)
+        if head:
+            close()
+            heading = head.group(2) or None
+            continue
+        if current and line.strip() and line[:1].isspace():
+            current.append(line)
+            last = number
+            continue
+        close()
+    close()
+    return bullets
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerBlock:
+    """One ``## <kind> — <instant>`` block of a ledger and its bullet texts."""
+
+    kind: str
+    instant: str
+    bullets: tuple[str, ...]
+
+
+_BLOCK_HEAD = re.compile(r"^##\s+(.+?)\s+[—-]\s+(\S+)\s*$")
+
+
+def parse_ledger_blocks(text: str) -> list[LedgerBlock]:
+    """Split ledger text into blocks (bullets before the first header: kind ``""``)."""
+    blocks: list[LedgerBlock] = []
+    kind, instant = "", ""
+    body: list[str] = []
+    for line in [*text.splitlines(), "## end — end"]:
+        head = _BLOCK_HEAD.match(line)
+        if head:
+            bullets = tuple(b.text for b in parse_bullets("\n".join(body)))
+            if bullets or kind:
+                blocks.append(LedgerBlock(kind, instant, bullets))
+            kind, instant, body = head.group(1), head.group(2), []
+        else:
+            body.append(line)
+    return blocks
+
+
+def tokens(text: str) -> set[str]:
+    """Words (CJK: characters) of a normalized bullet."""
+    return set(_TOKEN.findall(normalize_bullet(text)))
+
+
+@dataclass(frozen=True, slots=True)
+class EntryDiff:
+    """Entry-level difference between two versions of a memory file."""
+
+    added: tuple[str, ...]
+    changed: tuple[tuple[str, str], ...]
+    removed: tuple[str, ...]
+    unchanged: int
+
+
+def _containment(old: set[str], new: set[str]) -> float:
+    return len(old & new) / len(old) if old else 0.0
+
+
+def diff_entries(old: Iterable[str], new: Iterable[str]) -> EntryDiff:
+    """Compare bullet texts: exact (normalized) matches, rewordings (changed), the rest.
+
+    An old bullet counts as *changed* when at least half of its words appear in one new
+    bullet that has no exact counterpart (several old bullets may merge into one new one).
+    """
+    old_list = _unique(old)
+    new_list = _unique(new)
+    new_keys = {normalize_bullet(t) for t in new_list}
+    old_keys = {normalize_bullet(t) for t in old_list}
+    gone = [t for t in old_list if normalize_bullet(t) not in new_keys]
+    fresh = [t for t in new_list if normalize_bullet(t) not in old_keys]
+    fresh_tokens = [(t, tokens(t)) for t in fresh]
+    changed: list[tuple[str, str]] = []
+    removed: list[str] = []
+    replacements: set[str] = set()
+    for text in gone:
+        mine = tokens(text)
+        best, best_score = None, 0.0
+        for candidate, theirs in fresh_tokens:
+            score = _containment(mine, theirs)
+            if score > best_score:
+                best, best_score = candidate, score
+        if best is not None and best_score >= _SIMILAR:
+            changed.append((text, best))
+            replacements.add(best)
+        else:
+            removed.append(text)
+    added = tuple(t for t in fresh if t not in replacements)
+    return EntryDiff(
+        added=added,
+        changed=tuple(changed),
+        removed=tuple(removed),
+        unchanged=len(old_list) - len(gone),
+    )
+
+
+def _unique(texts: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for text in texts:
+        key = normalize_bullet(text)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(text)
+    return out

@@ -1,0 +1,63 @@
+"""Previous versions of ``MEMORY.md`` and the consolidation log, in ``memory/.history/``.
+
+Before every rewrite the current file is saved as ``MEMORY.<UTC instant>.md`` (the newest
+``keep`` versions are kept). Every run, applied or refused, appends one JSON line to
+``consolidation.log.jsonl``: when, which model, the status, and the added / changed / removed
+bullets. ``memdir memory history`` prints it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from typing import Any
+
+from memdir.workspace import HISTORY_DIR, Workspace
+
+__all__ = ["LOG_REL", "read_log", "save_version", "write_log"]
+
+log = logging.getLogger("memdir.memory")
+
+LOG_REL = f"{HISTORY_DIR}/consolidation.log.jsonl"
+
+
+def save_version(ws: Workspace, text: str, *, keep: int) -> str:
+    """Save ``text`` as a new history version; prune old ones. Returns its relative path."""
+    stamp = ws.utc_now().strftime("%Y%m%dT%H%M%S.%fZ")
+    rel = f"{HISTORY_DIR}/MEMORY.{stamp}.md"
+    n = 1
+    while (ws.root / rel).exists():
+        n += 1
+        rel = f"{HISTORY_DIR}/MEMORY.{stamp}-{n}.md"
+    ws.write_text(rel, text)
+    versions = sorted(
+        (p for p in ws.history_dir.glob("MEMORY.*.md") if p.is_file()),
+        key=lambda p: (p.stat().st_mtime_ns, p.name),
+    )
+    for old in versions[: max(0, len(versions) - keep)]:
+        with contextlib.suppress(FileNotFoundError):
+            old.unlink()
+    return rel
+
+
+def write_log(ws: Workspace, record: dict[str, Any]) -> None:
+    """Append one record to the consolidation log (one locked write)."""
+    ws.append_text(LOG_REL, json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def read_log(ws: Workspace, *, limit: int | None = None) -> list[dict[str, Any]]:
+    """Records of the consolidation log, oldest first; damaged lines are skipped."""
+    text = ws.read_text(LOG_REL)
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            log.warning("%s line %d is damaged; skipped", LOG_REL, number)
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records[-limit:] if limit else records

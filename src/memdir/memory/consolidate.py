@@ -1,0 +1,495 @@
+"""Consolidation: merge new ledger entries into ``MEMORY.md``, safely.
+
+:class:`MemoryConsolidator` reads what the ledgers gained since the watermark (byte offsets,
+:mod:`memdir.memory._state`), asks the model for the complete new ``MEMORY.md``, and writes it
+only if it is sound:
+
+- a blank, failed, timed-out, garbage (no bullets) or grossly oversized answer changes nothing;
+- an answer over the budget is sent back once to be shortened, then trimmed deterministically
+  (:mod:`memdir.memory._budget`): the file written is never over budget;
+- an answer that drops more than ``max_drop_ratio`` of the existing entries without a
+  replacement is refused (a single removal is always allowed);
+- ``MEMORY.md`` edited by someone else during the call is not overwritten;
+- the previous file is kept in ``memory/.history/``; the write is atomic, and the watermark
+  moves only after it (with crash recovery);
+- one consolidation runs at a time across processes (a lease).
+
+Every run that reached the model is recorded in ``memory/.history/consolidation.log.jsonl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from memdir.memory._answer import describe_error
+from memdir.memory._budget import fit_budget, tidy
+from memdir.memory._entries import EntryDiff, diff_entries, parse_bullets, strip_fence
+from memdir.memory._history import save_version, write_log
+from memdir.memory._lease import Lease
+from memdir.memory._prompts import (
+    DEFAULT_CONSOLIDATION_PROMPT,
+    consolidation_request,
+    shorten_request,
+)
+from memdir.memory._state import ConsolidationState, FileMark, LedgerSlice, read_new_slices, sha256
+from memdir.memory._testpoint import pause_point
+from memdir.messages import Msg
+from memdir.models import ChatModel
+from memdir.redact import Redactor
+from memdir.workspace import MEMORY_MD, Workspace
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from memdir.index import MemoryIndex
+
+__all__ = ["ConsolidationResult", "MemoryConsolidator"]
+
+log = logging.getLogger("memdir.memory")
+
+_CHARS_PER_TOKEN = 4
+_TRUNCATED = {"length", "max_tokens", "max_output_tokens"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsolidationResult:
+    """What one consolidation did (or, with ``dry_run``, would do).
+
+    Attributes:
+        added: bullets new in ``MEMORY.md``.
+        changed: ``(old, new)`` pairs of reworded or updated bullets.
+        removed: bullets no longer in ``MEMORY.md`` (including trimmed ones).
+        trimmed: bullets dropped by the consolidator to meet the budget.
+        entries: ledger bullets consumed.
+        files: ledgers read.
+        before_chars: size of ``MEMORY.md`` before.
+        after_chars: size after (equal to ``before_chars`` when nothing was written).
+        max_chars: the budget.
+        skipped: why nothing (more) was applied: ``"busy"``, ``"nothing_new"``,
+            ``"model_error"``, ``"timeout"``, ``"blank_answer"``, ``"unusable_answer"``,
+            ``"oversized_answer"``, ``"over_budget"``, ``"too_many_removals"``,
+            ``"memory_changed"``, ``"lease_lost"``; ``None`` when everything was applied.
+        dry_run: nothing was written.
+        text: the new ``MEMORY.md`` (also in a dry run), or ``None``.
+        history_path: where the previous version was saved, or ``None``.
+        batches: model calls that were applied (long backlogs are sent in batches).
+    """
+
+    added: tuple[str, ...] = ()
+    changed: tuple[tuple[str, str], ...] = ()
+    removed: tuple[str, ...] = ()
+    trimmed: tuple[str, ...] = ()
+    entries: int = 0
+    files: tuple[str, ...] = ()
+    before_chars: int = 0
+    after_chars: int = 0
+    max_chars: int = 0
+    skipped: str | None = None
+    dry_run: bool = False
+    text: str | None = None
+    history_path: str | None = None
+    batches: int = 0
+
+    @property
+    def applied(self) -> bool:
+        """Whether ``MEMORY.md`` or the watermark changed."""
+        return self.batches > 0 and not self.dry_run
+
+
+@dataclass(slots=True)
+class _Run:
+    """Totals across the batches of one run."""
+
+    before: str
+    trimmed: list[str] = field(default_factory=list)
+    entries: int = 0
+    files: list[str] = field(default_factory=list)
+    history: str | None = None
+    batches: int = 0
+
+
+class MemoryConsolidator:
+    """Merges new ledger entries into ``MEMORY.md`` within a size budget.
+
+    Args:
+        workspace: the workspace.
+        model: the model that writes the new file.
+        max_memory_tokens: the budget, in tokens; enforced as ``4 ×`` that many characters.
+        max_drop_ratio: the share of existing entries a rewrite may drop without a
+            replacement; a rewrite that drops more is refused.
+        history_versions: previous versions of ``MEMORY.md`` kept in ``memory/.history/``.
+        index: a search index to update after a write.
+        prompt: the system prompt, with ``{max_tokens}`` and ``{max_chars}`` placeholders.
+        redactor: masks secrets in the new file (default :class:`memdir.redact.Redactor`).
+        timeout: seconds to wait for each model call.
+        max_input_chars: new ledger content is sent in batches of about this size.
+        lease_ttl: how long the consolidation lease lasts without renewal.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        model: ChatModel,
+        *,
+        max_memory_tokens: int = 4000,
+        max_drop_ratio: float = 0.25,
+        history_versions: int = 20,
+        index: MemoryIndex | None = None,
+        prompt: str | None = None,
+        redactor: Callable[[str], str] | None = None,
+        timeout: float = 300.0,
+        max_input_chars: int = 48_000,
+        lease_ttl: timedelta = timedelta(minutes=15),
+    ) -> None:
+        if not isinstance(workspace, Workspace):
+            raise TypeError("workspace must be a memdir.Workspace")
+        if max_memory_tokens < 50:
+            raise ValueError("max_memory_tokens must be at least 50")
+        if not 0.0 <= max_drop_ratio <= 1.0:
+            raise ValueError("max_drop_ratio must be between 0 and 1")
+        if history_versions < 1:
+            raise ValueError("history_versions must be at least 1")
+        if timeout <= 0 or max_input_chars < 1_000:
+            raise ValueError("timeout must be positive and max_input_chars at least 1000")
+        template = prompt or DEFAULT_CONSOLIDATION_PROMPT
+        try:
+            self.prompt = template.format(
+                max_tokens=max_memory_tokens, max_chars=max_memory_tokens * _CHARS_PER_TOKEN
+            )
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                "the consolidation prompt may only use the {max_tokens} and {max_chars} "
+                "placeholders (double other braces)"
+            ) from exc
+        self.workspace = workspace
+        self.model = model
+        self.max_memory_tokens = max_memory_tokens
+        self.max_chars = max_memory_tokens * _CHARS_PER_TOKEN
+        self.max_drop_ratio = max_drop_ratio
+        self.history_versions = history_versions
+        self.index = index
+        self.redactor: Callable[[str], str] = redactor or Redactor()
+        self.timeout = timeout
+        self.max_input_chars = max_input_chars
+        self.lease_ttl = lease_ttl
+
+    async def consolidate(self, *, dry_run: bool = False) -> ConsolidationResult:
+        """Merge what the ledgers gained since the last run into ``MEMORY.md``.
+
+        Args:
+            dry_run: compute the new file and the diff, write nothing.
+
+        Returns:
+            The diff and sizes; ``skipped`` says why nothing (more) was applied. Model failures
+            are reported there (and logged), never raised.
+        """
+        lease = Lease(self.workspace, "consolidation", ttl=self.lease_ttl)
+        if not lease.try_acquire():
+            current = self.workspace.read_text(MEMORY_MD)
+            return self._result(_Run(current), current, skipped="busy", dry_run=dry_run)
+        try:
+            return await self._run(lease, dry_run=dry_run)
+        finally:
+            lease.release()
+
+    # -- the run -------------------------------------------------------------------------
+
+    async def _run(self, lease: Lease, *, dry_run: bool) -> ConsolidationResult:
+        ws = self.workspace
+        state = ConsolidationState.load(ws)
+        memory_bytes = _read_bytes(ws)
+        settled = state.recover(sha256(memory_bytes) if memory_bytes is not None else None)
+        if settled and not dry_run:
+            state.save(ws)
+        if memory_bytes is None and state.exists and state.files:
+            log.info("MEMORY.md is missing; rebuilding it from every ledger, archive included")
+            state.files = {}
+        current = memory_bytes.decode("utf-8", errors="replace") if memory_bytes else ""
+        run = _Run(current)
+        slices = read_new_slices(ws, state, max_chars=self.max_input_chars)
+        if not slices:
+            return self._result(run, current, skipped="nothing_new", dry_run=dry_run)
+        for batch in _batches(slices, self.max_input_chars):
+            skipped, current = await self._batch(lease, state, batch, current, run, dry_run)
+            if skipped is not None:
+                return self._result(run, current, skipped=skipped, dry_run=dry_run)
+        return self._result(run, current, skipped=None, dry_run=dry_run)
+
+    async def _batch(
+        self,
+        lease: Lease,
+        state: ConsolidationState,
+        batch: list[LedgerSlice],
+        current: str,
+        run: _Run,
+        dry_run: bool,
+    ) -> tuple[str | None, str]:
+        ws = self.workspace
+        entries = [b.text for s in batch for b in parse_bullets(s.text)]
+        marks = {s.name: s.mark for s in batch}
+        for s in batch:
+            if s.name not in run.files:
+                run.files.append(s.name)
+        if not entries:  # only headers or blank lines: nothing to merge, just move on
+            if not dry_run:
+                state.files.update(marks)
+                state.save(ws)
+            run.batches += 1
+            return None, current
+        entries_text = "\n\n".join(f"### {s.name}\n{s.text.strip()}" for s in batch)
+        request = consolidation_request(
+            current=current, entries_text=entries_text, entries=entries, max_chars=self.max_chars
+        )
+        new_text, reason = await self._propose(request)
+        if new_text is None:
+            self._log_failure(reason, run, entries, dry_run)
+            return reason, current
+        old_bullets = [b.text for b in parse_bullets(current)]
+        proposed = [b.text for b in parse_bullets(new_text)]
+        model_diff = diff_entries(old_bullets, proposed)
+        if len(model_diff.removed) > max(1.0, self.max_drop_ratio * len(old_bullets)):
+            log.warning(
+                "consolidation refused: the answer drops %d of %d entries without a "
+                "replacement (limit %.0f%%); MEMORY.md is unchanged",
+                len(model_diff.removed),
+                len(old_bullets),
+                self.max_drop_ratio * 100,
+            )
+            self._log(
+                "refused", "too_many_removals", run, entries, model_diff.removed, dry_run=dry_run
+            )
+            return "too_many_removals", current
+        newest = {b.key for b in parse_bullets("\n".join(f"- {e}" for e in entries))}
+        fitted = fit_budget(new_text, self.max_chars, newest=newest)
+        if fitted is None:
+            log.warning(
+                "consolidation refused: the answer cannot be trimmed to %d characters",
+                self.max_chars,
+            )
+            self._log("refused", "over_budget", run, entries, (), dry_run=dry_run)
+            return "over_budget", current
+        final, trimmed = fitted
+        if trimmed:
+            log.warning(
+                "consolidation: trimmed %d bullets to keep MEMORY.md within %d characters",
+                len(trimmed),
+                self.max_chars,
+            )
+        if not dry_run:
+            skipped = self._commit(lease, state, marks, current, final, run)
+            if skipped is not None:
+                return skipped, current
+        diff = diff_entries(old_bullets, [b.text for b in parse_bullets(final)])
+        run.trimmed += trimmed
+        run.entries += len(entries)
+        run.batches += 1
+        if not dry_run:
+            self._log("applied", None, run, entries, (), dry_run=False, diff=diff, trimmed=trimmed)
+            self._reindex()
+        return None, final
+
+    async def _propose(self, request: Msg) -> tuple[str | None, str]:
+        """Ask the model, and once more if over budget: ``(text, "")`` or ``(None, why)``."""
+        hard_limit = max(3 * self.max_chars, 8_000)
+        candidates: list[str] = []
+        conversation: list[Msg] = [request]
+        for attempt in range(2):
+            try:
+                response = await asyncio.wait_for(
+                    self.model.generate(
+                        conversation,
+                        system=self.prompt,
+                        max_output_tokens=2 * self.max_memory_tokens + 500,
+                    ),
+                    timeout=self.timeout,
+                )
+            except TimeoutError:
+                log.warning(
+                    "consolidation: the model did not answer within %g s; nothing changed",
+                    self.timeout,
+                )
+                return (self._fallback(candidates), "") if candidates else (None, "timeout")
+            except Exception as exc:
+                log.warning(
+                    "consolidation: the model call failed (%s); nothing changed",
+                    describe_error(exc),
+                )
+                return (self._fallback(candidates), "") if candidates else (None, "model_error")
+            raw = response.text
+            if len(raw) > hard_limit:
+                log.warning(
+                    "consolidation: refused a %d-character answer (budget %d)",
+                    len(raw),
+                    self.max_chars,
+                )
+                if candidates:
+                    return self._fallback(candidates), ""
+                return None, "oversized_answer"
+            text = tidy(self.redactor(strip_fence(raw).strip()))
+            if not text.strip():
+                log.warning("consolidation: the model's answer was blank; nothing changed")
+                return (self._fallback(candidates), "") if candidates else (None, "blank_answer")
+            if not parse_bullets(text):
+                log.warning("consolidation: the answer has no bullet list; nothing changed")
+                if candidates:
+                    return self._fallback(candidates), ""
+                return None, "unusable_answer"
+            truncated = (response.stop_reason or "").lower() in _TRUNCATED
+            if len(text) <= self.max_chars and not truncated:
+                return text, ""
+            if not truncated:
+                candidates.append(text)
+            if attempt == 0:
+                conversation = list(
+                    shorten_request(previous=request, answer=text, max_chars=self.max_chars)
+                )
+        if candidates:
+            return self._fallback(candidates), ""
+        log.warning("consolidation: the answer was cut off twice; nothing changed")
+        return None, "unusable_answer"
+
+    @staticmethod
+    def _fallback(candidates: list[str]) -> str:
+        return min(candidates, key=len)
+
+    def _commit(
+        self,
+        lease: Lease,
+        state: ConsolidationState,
+        marks: dict[str, FileMark],
+        before: str,
+        final: str,
+        run: _Run,
+    ) -> str | None:
+        ws = self.workspace
+        if not lease.verify():
+            log.warning("consolidation: lost the lease during the model call; nothing written")
+            return "lease_lost"
+        now_bytes = _read_bytes(ws)
+        now_text = now_bytes.decode("utf-8", errors="replace") if now_bytes else ""
+        if now_text != before:
+            log.warning("consolidation: MEMORY.md changed during the run; it was left as is")
+            return "memory_changed"
+        if final == before:
+            state.files.update(marks)
+            state.save(ws)
+            return None
+        if run.history is None and now_bytes is not None and before.strip():
+            run.history = save_version(ws, before, keep=self.history_versions)
+        pause_point("consolidate:before-replace")
+        encoded = final.encode("utf-8")
+        state.pending_sha256 = sha256(encoded)
+        state.pending_files = dict(marks)
+        state.save(ws)
+        ws.write_text(MEMORY_MD, final)
+        pause_point("consolidate:after-replace")
+        state.recover(sha256(encoded))
+        state.save(ws)
+        return None
+
+    def _reindex(self) -> None:
+        if self.index is None:
+            return
+        try:
+            self.index.index_file(MEMORY_MD)
+        except Exception as exc:  # the file is the truth; the index catches up later
+            log.warning("consolidation: re-indexing MEMORY.md failed (%s)", type(exc).__name__)
+
+    # -- reporting -------------------------------------------------------------------------
+
+    def _log_failure(self, reason: str, run: _Run, entries: list[str], dry_run: bool) -> None:
+        self._log("failed", reason, run, entries, (), dry_run=dry_run)
+
+    def _log(
+        self,
+        status: str,
+        reason: str | None,
+        run: _Run,
+        entries: list[str],
+        removed: tuple[str, ...],
+        *,
+        dry_run: bool,
+        diff: EntryDiff | None = None,
+        trimmed: list[str] | None = None,
+    ) -> None:
+        if dry_run:
+            return
+        record: dict[str, object] = {
+            "at": self.workspace.utc_now().isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "model": getattr(self.model, "name", type(self.model).__name__),
+            "status": status,
+            "reason": reason,
+            "entries": len(entries),
+            "files": list(run.files),
+            "budget_chars": self.max_chars,
+            "before_chars": len(run.before),
+        }
+        if diff is not None:
+            after = self.workspace.read_text(MEMORY_MD)
+            record.update(
+                added=list(diff.added),
+                changed=[list(pair) for pair in diff.changed],
+                removed=list(diff.removed),
+                trimmed=list(trimmed or []),
+                counts={
+                    "added": len(diff.added),
+                    "changed": len(diff.changed),
+                    "removed": len(diff.removed),
+                    "unchanged": diff.unchanged,
+                    "trimmed": len(trimmed or []),
+                },
+                after_chars=len(after),
+                history=run.history,
+            )
+        elif removed:
+            record.update(would_remove=list(removed), counts={"would_remove": len(removed)})
+        try:
+            write_log(self.workspace, record)
+        except Exception as exc:
+            log.warning("consolidation: could not append to the history log (%s)", exc)
+
+    def _result(
+        self, run: _Run, current: str, *, skipped: str | None, dry_run: bool
+    ) -> ConsolidationResult:
+        diff = diff_entries(
+            [b.text for b in parse_bullets(run.before)], [b.text for b in parse_bullets(current)]
+        )
+        return ConsolidationResult(
+            added=diff.added,
+            changed=diff.changed,
+            removed=diff.removed,
+            trimmed=tuple(run.trimmed),
+            entries=run.entries,
+            files=tuple(run.files),
+            before_chars=len(run.before),
+            after_chars=len(current),
+            max_chars=self.max_chars,
+            skipped=skipped,
+            dry_run=dry_run,
+            text=current if run.batches else None,
+            history_path=run.history,
+            batches=run.batches,
+        )
+
+
+def _read_bytes(ws: Workspace) -> bytes | None:
+    try:
+        return ws.memory_md.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _batches(slices: list[LedgerSlice], max_chars: int) -> list[list[LedgerSlice]]:
+    batches: list[list[LedgerSlice]] = [[]]
+    size = 0
+    for piece in slices:
+        if batches[-1] and size + len(piece.text) > max_chars:
+            batches.append([])
+            size = 0
+        batches[-1].append(piece)
+        size += len(piece.text)
+    return batches

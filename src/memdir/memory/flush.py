@@ -1,0 +1,363 @@
+"""Flush: extract durable facts from new conversation messages into today's ledger.
+
+:class:`MemoryFlushManager` is called after each agent call and before each compaction with
+the messages at hand. It extracts each message exactly once (a per-session cursor in
+``memory/.flush_state/``, updated under a per-session lock, with crash recovery), drops bullets
+already in today's ledger or ``MEMORY.md``, masks secrets, appends one
+``## Memory Flush — <instant>`` block in a single locked write, re-indexes that file and nudges
+the maintenance scheduler. A failing model writes nothing and keeps the messages for the next
+flush; the failure is logged (without memory text) and reported in the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Protocol
+
+from memdir.ledger import append_bullets, normalize_bullet
+from memdir.memory._answer import describe_error, parse_flush_answer
+from memdir.memory._cursor import FlushCursor, validate_session_id
+from memdir.memory._entries import parse_bullets
+from memdir.memory._locks import async_lock
+from memdir.memory._prompts import DEFAULT_FLUSH_PROMPT, flush_request
+from memdir.memory._render import extractable, render_transcript
+from memdir.memory._testpoint import pause_point
+from memdir.messages import Msg
+from memdir.models import ChatModel
+from memdir.redact import Redactor
+from memdir.workspace import Workspace
+
+if TYPE_CHECKING:
+    from memdir.index import MemoryIndex
+
+__all__ = ["ConsolidationRequester", "FlushResult", "MemoryFlushManager"]
+
+log = logging.getLogger("memdir.memory")
+
+_HEADER = "Memory Flush"
+
+
+class ConsolidationRequester(Protocol):
+    """Anything that can be nudged after a flush (a :class:`MemoryMaintenanceScheduler`)."""
+
+    def request_consolidation(self) -> None:
+        """Ask for a consolidation soon; must not block."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlushResult:
+    """What one flush did.
+
+    Attributes:
+        bullets: the bullets written (after redaction and de-duplication).
+        path: the ledger written to (workspace-relative), or ``None``.
+        start_line: first written line (1-based), or ``None``.
+        end_line: last written line (1-based, inclusive), or ``None``. When the flush wrote
+            several blocks (long input), the span covers all of them.
+        skipped: why nothing (more) was written: ``"no_new_messages"``,
+            ``"nothing_to_extract"``, ``"no_reply"``, ``"all_known"``, ``"model_error"``,
+            ``"timeout"``, ``"blank_answer"``, ``"unusable_answer"``, ``"oversized_answer"``;
+            ``None`` when everything went to the ledger.
+        messages_flushed: messages the cursor moved past.
+        duplicates_dropped: bullets dropped because they were already known or repeated.
+        redacted: bullets in which a secret was masked.
+    """
+
+    bullets: tuple[str, ...] = ()
+    path: str | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    skipped: str | None = None
+    messages_flushed: int = 0
+    duplicates_dropped: int = 0
+    redacted: int = 0
+
+    @property
+    def written(self) -> bool:
+        """Whether anything was appended to the ledger."""
+        return bool(self.bullets)
+
+
+class _Accumulator:
+    """Totals over the chunks of one flush."""
+
+    def __init__(self) -> None:
+        self.bullets: list[str] = []
+        self.path: str | None = None
+        self.first: int | None = None
+        self.last: int | None = None
+        self.flushed = 0
+        self.dropped = 0
+        self.redacted = 0
+
+    def result(self, skipped: str | None) -> FlushResult:
+        return FlushResult(
+            bullets=tuple(self.bullets),
+            path=self.path,
+            start_line=self.first,
+            end_line=self.last,
+            skipped=skipped,
+            messages_flushed=self.flushed,
+            duplicates_dropped=self.dropped,
+            redacted=self.redacted,
+        )
+
+
+class MemoryFlushManager:
+    """Extracts new facts from conversations into the daily ledger, exactly once.
+
+    Args:
+        workspace: the workspace to write to.
+        model: the model that extracts facts (any :class:`~memdir.models.ChatModel`; the
+            offline ``ExtractiveModel`` works too).
+        index: a search index to update after each write (only the written file).
+        scheduler: nudged (``request_consolidation()``) after each write.
+        prompt: the system prompt; default :data:`DEFAULT_FLUSH_PROMPT`.
+        redactor: masks secrets in bullets before they are written; default
+            :class:`memdir.redact.Redactor`.
+        timeout: seconds to wait for the model.
+        lock_timeout: seconds to wait for another flush of the same session to finish.
+        max_input_chars: the rendered conversation is sent in chunks of about this size.
+        max_answer_chars: a longer answer is refused as unusable.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        model: ChatModel,
+        *,
+        index: MemoryIndex | None = None,
+        scheduler: ConsolidationRequester | None = None,
+        prompt: str | None = None,
+        redactor: Callable[[str], str] | None = None,
+        timeout: float = 120.0,
+        lock_timeout: float = 300.0,
+        max_input_chars: int = 48_000,
+        max_answer_chars: int = 32_000,
+    ) -> None:
+        if not isinstance(workspace, Workspace):
+            raise TypeError("workspace must be a memdir.Workspace")
+        if prompt is not None and not prompt.strip():
+            raise ValueError("the flush prompt must not be blank")
+        if timeout <= 0 or lock_timeout <= 0 or max_input_chars < 1_000 or max_answer_chars < 100:
+            raise ValueError("timeouts must be positive and size limits reasonable")
+        self.workspace = workspace
+        self.model = model
+        self.index = index
+        self.scheduler = scheduler
+        self.prompt = prompt or DEFAULT_FLUSH_PROMPT
+        self.redactor: Callable[[str], str] = redactor or Redactor()
+        self.timeout = timeout
+        self.lock_timeout = lock_timeout
+        self.max_input_chars = max_input_chars
+        self.max_answer_chars = max_answer_chars
+
+    def compaction_hook(self, session_id: str) -> Callable[[Sequence[Msg]], Awaitable[FlushResult]]:
+        """An ``on_flush`` callback for the compactor: flushes the prefix it is about to compact.
+
+        The cursor makes the later post-call flush skip what this one extracted.
+        """
+        validate_session_id(session_id)
+
+        async def on_flush(messages: Sequence[Msg], /, *_: object, **__: object) -> FlushResult:
+            return await self.flush_memories(messages, session_id=session_id)
+
+        return on_flush
+
+    async def flush_memories(self, messages: Sequence[Msg], *, session_id: str) -> FlushResult:
+        """Extract new facts from the messages after this session's cursor.
+
+        Pass the whole current context each time; already flushed messages are skipped.
+
+        Raises:
+            MemdirError: the session id is invalid, or another flush of the session held
+                the lock for longer than ``lock_timeout``.
+        """
+        validate_session_id(session_id)
+        if any(not isinstance(m, Msg) for m in messages):
+            raise TypeError("flush_memories() takes a sequence of memdir.messages.Msg")
+        acc = _Accumulator()
+        async with async_lock(self.workspace, f"flush-{session_id}", timeout=self.lock_timeout):
+            cursor = FlushCursor.load(self.workspace, session_id)
+            self._recover(cursor)
+            new = cursor.select_new(messages)
+            if not new:
+                return acc.result("no_new_messages")
+            last_skip: str | None = None
+            for chunk in self._chunks(new):
+                skipped = await self._flush_chunk(cursor, chunk, acc)
+                if skipped is not None and skipped not in {"no_reply", "all_known"}:
+                    return acc.result(skipped)
+                last_skip = skipped
+            if acc.bullets:
+                self._after_write(acc.path)
+                return acc.result(None)
+            if not any(extractable(m) for m in new):
+                return acc.result("nothing_to_extract")
+            return acc.result(last_skip)
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def _recover(self, cursor: FlushCursor) -> None:
+        """Settle an append interrupted by a crash (see :mod:`memdir.memory._cursor`)."""
+        if cursor.pending is None:
+            return
+        pending = cursor.pending
+        if cursor.pending_landed(self.workspace):
+            ids = [i for i in pending.get("ids", []) if isinstance(i, str)]
+            cursor.recent_ids = [*cursor.recent_ids, *ids]
+            if ids:
+                cursor.last_id = ids[-1]
+            stamp = pending.get("last_created_at")
+            if isinstance(stamp, str):
+                cursor.last_created_at = datetime.fromisoformat(stamp)
+            log.info("flush of session %s: completing an interrupted append", cursor.session_id)
+        cursor.pending = None
+        cursor.save(self.workspace)
+
+    def _chunks(self, messages: list[Msg]) -> list[list[Msg]]:
+        chunks: list[list[Msg]] = [[]]
+        size = 0
+        for msg in messages:
+            cost = len(render_transcript([msg]))
+            if chunks[-1] and size + cost > self.max_input_chars:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(msg)
+            size += cost
+        return chunks
+
+    async def _flush_chunk(
+        self, cursor: FlushCursor, chunk: list[Msg], acc: _Accumulator
+    ) -> str | None:
+        ws = self.workspace
+        useful = [m for m in chunk if extractable(m)]
+        transcript = render_transcript(useful)
+        if not transcript.strip():
+            self._advance(cursor, chunk, acc)
+            return None
+        day = ws.today()
+        known = ws.read_text("MEMORY.md"), ws.read_text(ws.ledger_rel(day))
+        request = flush_request(
+            transcript=self.redactor(transcript),
+            messages=useful,
+            memory_md=known[0],
+            ledger=known[1],
+            ledger_rel=ws.ledger_rel(day),
+            today=day.isoformat(),
+        )
+        try:
+            response = await asyncio.wait_for(
+                self.model.generate([request], system=self.prompt), timeout=self.timeout
+            )
+            text = response.text
+        except TimeoutError:
+            log.warning(
+                "memory flush of session %s: the model did not answer within %g s; "
+                "the messages stay queued for the next flush",
+                cursor.session_id,
+                self.timeout,
+            )
+            return "timeout"
+        except Exception as exc:
+            log.warning(
+                "memory flush of session %s: the model call failed (%s); "
+                "the messages stay queued for the next flush",
+                cursor.session_id,
+                describe_error(exc),
+            )
+            return "model_error"
+        if len(text) > self.max_answer_chars:
+            log.warning(
+                "memory flush of session %s: refused a %d-character answer (limit %d)",
+                cursor.session_id,
+                len(text),
+                self.max_answer_chars,
+            )
+            return "oversized_answer"
+        answer = parse_flush_answer(text)
+        if not answer.usable:
+            reason = "blank_answer" if not text.strip() else "unusable_answer"
+            log.warning(
+                "memory flush of session %s: the model's answer was %s (no bullet list, "
+                "no NO_REPLY); the messages stay queued",
+                cursor.session_id,
+                "blank" if reason == "blank_answer" else "not a bullet list",
+            )
+            return reason
+        if answer.nothing:
+            self._advance(cursor, chunk, acc)
+            return "no_reply"
+        return self._commit(cursor, chunk, list(answer.bullets), day, acc)
+
+    def _commit(
+        self,
+        cursor: FlushCursor,
+        chunk: list[Msg],
+        raw_bullets: list[str],
+        day: date,
+        acc: _Accumulator,
+    ) -> str | None:
+        ws = self.workspace
+        bullets: list[str] = []
+        for raw in raw_bullets:
+            clean = self.redactor(raw)
+            if clean != raw:
+                acc.redacted += 1
+            bullets.append(clean)
+        rel = ws.ledger_rel(day)
+        # One lock across "what is known" and the append, so that two sessions extracting the
+        # same fact at the same moment write it once.
+        with ws.lock("flush-append"):
+            known = {b.key for b in parse_bullets(ws.read_text("MEMORY.md"))}
+            known |= {b.key for b in parse_bullets(ws.read_text(rel))}
+            fresh: list[str] = []
+            for bullet in bullets:
+                key = normalize_bullet(bullet)
+                if not key or key in known:
+                    acc.dropped += 1
+                    continue
+                known.add(key)
+                fresh.append(bullet)
+            if not fresh:
+                self._advance(cursor, chunk, acc)
+                return "all_known"
+            target = ws.root / rel
+            cursor.pending = {
+                "rel": rel,
+                "size": target.stat().st_size if target.exists() else 0,
+                "bullets": fresh,
+                "ids": [m.id for m in chunk],
+                "last_created_at": max(m.created_at for m in chunk).isoformat(),
+            }
+            cursor.save(ws)
+            pause_point("flush:before-append")
+            path, first, last = append_bullets(ws, fresh, header=_HEADER, day=day)
+            pause_point("flush:after-append")
+            self._advance(cursor, chunk, acc)
+        acc.bullets.extend(fresh)
+        acc.path = path
+        acc.first = first if acc.first is None else acc.first
+        acc.last = last
+        return None
+
+    def _advance(self, cursor: FlushCursor, chunk: list[Msg], acc: _Accumulator) -> None:
+        cursor.advance(chunk)
+        cursor.save(self.workspace)
+        acc.flushed += len(chunk)
+
+    def _after_write(self, rel: str | None) -> None:
+        if self.index is not None and rel is not None:
+            try:
+                self.index.index_file(rel)
+            except Exception as exc:  # the ledger is the truth; the index catches up later
+                log.warning("memory flush: re-indexing %s failed (%s)", rel, type(exc).__name__)
+        if self.scheduler is not None:
+            try:
+                self.scheduler.request_consolidation()
+            except Exception as exc:
+                log.warning("memory flush: consolidation request failed (%s)", type(exc).__name__)

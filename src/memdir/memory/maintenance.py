@@ -1,0 +1,410 @@
+"""Background maintenance: archive, consolidate, prune, reindex — off the reply path.
+
+:class:`MemoryMaintenanceScheduler` runs a daemon thread with its own ``asyncio`` loop, so it
+serves sync and async callers alike and never runs on the caller's thread or loop. Each tick
+(every ``interval``) runs, in order, each step's failure logged without stopping the others:
+
+1. archive ledgers older than ``daily_file_retention_days`` to ``memory/archive/`` (crash-safe);
+2. consolidate new ledger entries into ``MEMORY.md``;
+3. delete session logs, evicted tool results and flush cursors older than
+   ``session_retention_days``;
+4. bring the search index up to date (incremental).
+
+:meth:`~MemoryMaintenanceScheduler.request_consolidation` (called after each flush) only sets
+a flag; the worker serves it once ``consolidation_min_gap`` has passed since the last
+consolidation by any process (the time is kept in ``memory/.maintenance.json``). A request
+that arrives too early is remembered, not dropped. Ticks too are claimed in that file, so a
+workspace shared by several processes is maintained once per interval, and a lease makes sure
+two runs never overlap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from memdir.errors import ConfigError
+from memdir.memory._lease import Lease
+from memdir.memory._retention import PruneReport, expire_ledgers, prune_old_files
+from memdir.memory.consolidate import ConsolidationResult, MemoryConsolidator
+from memdir.workspace import MEMORY_DIR, Workspace
+
+if TYPE_CHECKING:
+    from memdir.index import IndexStats, MemoryIndex
+
+__all__ = ["MaintenanceConfig", "MaintenanceReport", "MemoryMaintenanceScheduler"]
+
+log = logging.getLogger("memdir.memory")
+
+STATE_REL = f"{MEMORY_DIR}/.maintenance.json"
+_MAX_SLEEP = 60.0  # re-check at least this often (clock changes, other processes)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MaintenanceConfig:
+    """When and how much maintenance runs.
+
+    Attributes:
+        interval: time between full maintenance runs.
+        daily_file_retention_days: ledgers older than this move to ``memory/archive/``.
+        session_retention_days: session logs, evicted tool results and flush cursors older
+            than this are deleted.
+        consolidation_min_gap: minimum time between two consolidations requested by flushes.
+        max_memory_tokens: the ``MEMORY.md`` budget (for consolidators built from this config).
+        startup_delay: wait this long after :meth:`MemoryMaintenanceScheduler.start` before an
+            overdue run, so that starting an agent stays fast.
+    """
+
+    interval: timedelta = timedelta(hours=6)
+    daily_file_retention_days: int = 90
+    session_retention_days: int = 180
+    consolidation_min_gap: timedelta = timedelta(minutes=30)
+    max_memory_tokens: int = 4000
+    startup_delay: timedelta = timedelta(seconds=30)
+
+    def __post_init__(self) -> None:
+        if self.interval <= timedelta(0):
+            raise ConfigError("interval must be positive")
+        if self.daily_file_retention_days < 1 or self.session_retention_days < 1:
+            raise ConfigError("retention periods must be at least one day")
+        if self.consolidation_min_gap < timedelta(0) or self.startup_delay < timedelta(0):
+            raise ConfigError("consolidation_min_gap and startup_delay must not be negative")
+        if self.max_memory_tokens < 50:
+            raise ConfigError("max_memory_tokens must be at least 50")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MaintenanceReport:
+    """What one maintenance run did (or, with ``dry_run``, would do).
+
+    Attributes:
+        archived: ledger names moved to ``memory/archive/``.
+        consolidation: the consolidation result, or ``None`` if that step failed.
+        sessions_deleted: session log paths deleted.
+        tool_results_deleted: evicted tool result paths deleted.
+        cursors_deleted: flush cursor paths deleted.
+        index: index statistics, or ``None`` if not reindexed.
+        errors: one line per failed step (``"<step>: <error type>: <message>"``).
+        skipped: ``"busy"`` when another process was running maintenance, else ``None``.
+        dry_run: nothing was changed.
+    """
+
+    archived: tuple[str, ...] = ()
+    consolidation: ConsolidationResult | None = None
+    sessions_deleted: tuple[str, ...] = ()
+    tool_results_deleted: tuple[str, ...] = ()
+    cursors_deleted: tuple[str, ...] = ()
+    index: IndexStats | None = None
+    errors: tuple[str, ...] = ()
+    skipped: str | None = None
+    dry_run: bool = False
+
+
+class MemoryMaintenanceScheduler:
+    """Runs memory maintenance in the background (see the module docstring).
+
+    Args:
+        workspace: the workspace.
+        consolidator: the consolidator used by step 2 and by consolidation requests.
+        config: intervals and retention.
+        index: the index to refresh in step 4 (it may be shared with other threads);
+            ``None`` opens the workspace's index for the step.
+
+    Use it as a context manager, or call :meth:`start` and :meth:`stop`. :meth:`run_once`
+    runs one full pass on the calling thread (CLI, tests, cron).
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        consolidator: MemoryConsolidator,
+        *,
+        config: MaintenanceConfig | None = None,
+        index: MemoryIndex | None = None,
+    ) -> None:
+        if not isinstance(workspace, Workspace):
+            raise TypeError("workspace must be a memdir.Workspace")
+        self.workspace = workspace
+        self.consolidator = consolidator
+        self.config = config or MaintenanceConfig()
+        self.index = index
+        self._requested = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._state_lock = threading.Lock()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the background worker (idempotent)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stopping.clear()
+        self._thread = threading.Thread(
+            target=self._thread_main, name="memdir-maintenance", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop the worker, letting a run in progress finish for up to ``timeout`` seconds.
+
+        A run still going after that is cancelled at its next model call (nothing half
+        written: every write is atomic). Returns whether the worker ended.
+        """
+        thread = self._thread
+        if thread is None:
+            return True
+        self._stopping.set()
+        self._poke()
+        thread.join(timeout)
+        if thread.is_alive() and self._loop is not None and self._task is not None:
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._task.cancel)
+            thread.join(min(timeout, 5.0))
+        stopped = not thread.is_alive()
+        if stopped:
+            self._thread = None
+        return stopped
+
+    @property
+    def running(self) -> bool:
+        """Whether the background worker is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def __enter__(self) -> MemoryMaintenanceScheduler:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def request_consolidation(self) -> None:
+        """Ask for a consolidation. Never blocks; served once the minimum gap has passed."""
+        self._requested.set()
+        self._poke()
+
+    @property
+    def consolidation_pending(self) -> bool:
+        """Whether a requested consolidation has not been served yet."""
+        return self._requested.is_set()
+
+    def _poke(self) -> None:
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None:
+            with contextlib.suppress(RuntimeError):  # the loop just closed
+                loop.call_soon_threadsafe(wake.set)
+
+    # -- one pass -------------------------------------------------------------------------
+
+    def run_once(self, *, dry_run: bool = False) -> MaintenanceReport:
+        """Run archive → consolidate → prune → reindex now, on this thread.
+
+        From async code use :meth:`arun_once` instead.
+        """
+        return asyncio.run(self.arun_once(dry_run=dry_run))
+
+    async def arun_once(self, *, dry_run: bool = False) -> MaintenanceReport:
+        """Async form of :meth:`run_once`."""
+        lease = Lease(self.workspace, "maintenance", ttl=timedelta(hours=1))
+        if not dry_run and not lease.try_acquire():
+            return MaintenanceReport(skipped="busy")
+        try:
+            return await self._steps(dry_run)
+        finally:
+            lease.release()
+
+    async def _steps(self, dry_run: bool) -> MaintenanceReport:
+        cfg = self.config
+        errors: list[str] = []
+        archived: list[str] = []
+        consolidation: ConsolidationResult | None = None
+        pruned = PruneReport(sessions=(), tool_results=(), cursors=())
+        stats: IndexStats | None = None
+        try:
+            archived = expire_ledgers(
+                self.workspace, retention_days=cfg.daily_file_retention_days, dry_run=dry_run
+            )
+        except Exception as exc:
+            errors.append(_failure("archive", exc))
+        try:
+            if dry_run:
+                consolidation = await self.consolidator.consolidate(dry_run=True)
+            else:
+                self._record("last_consolidation_at")
+                consolidation = await self._consolidate_requested()
+        except Exception as exc:
+            errors.append(_failure("consolidate", exc))
+        try:
+            pruned = prune_old_files(
+                self.workspace, retention_days=cfg.session_retention_days, dry_run=dry_run
+            )
+        except Exception as exc:
+            errors.append(_failure("prune", exc))
+        if not dry_run:
+            try:
+                stats = self._reindex()
+            except Exception as exc:
+                errors.append(_failure("reindex", exc))
+        return MaintenanceReport(
+            archived=tuple(archived),
+            consolidation=consolidation,
+            sessions_deleted=pruned.sessions,
+            tool_results_deleted=pruned.tool_results,
+            cursors_deleted=pruned.cursors,
+            index=stats,
+            errors=tuple(errors),
+            dry_run=dry_run,
+        )
+
+    def _reindex(self) -> IndexStats:
+        if self.index is not None:
+            return self.index.refresh()
+        from memdir.index import MemoryIndex
+
+        with MemoryIndex(self.workspace) as index:
+            return index.refresh()
+
+    # -- persisted times ----------------------------------------------------------------
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads((self.workspace.root / STATE_REL).read_bytes())
+        except (FileNotFoundError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _last(self, key: str) -> datetime | None:
+        raw = self._load().get(key)
+        try:
+            return datetime.fromisoformat(raw) if isinstance(raw, str) else None
+        except ValueError:
+            return None
+
+    def _record(self, key: str) -> None:
+        with self._state_lock, self.workspace.lock("maintenance-state"):
+            data = self._load()
+            data[key] = self.workspace.utc_now().isoformat()
+            self.workspace.write_text(STATE_REL, json.dumps(data, sort_keys=True) + "\n")
+
+    def _claim(self, key: str, gap: timedelta) -> timedelta:
+        """Claim the slot ``key`` if ``gap`` has passed: ``0`` on success, else time left."""
+        with self._state_lock, self.workspace.lock("maintenance-state"):
+            data = self._load()
+            now = self.workspace.utc_now()
+            raw = data.get(key)
+            try:
+                last = datetime.fromisoformat(raw) if isinstance(raw, str) else None
+            except ValueError:
+                last = None
+            if last is not None and now - last < gap:
+                return gap - (now - last)
+            data[key] = now.isoformat()
+            self.workspace.write_text(STATE_REL, json.dumps(data, sort_keys=True) + "\n")
+            return timedelta(0)
+
+    # -- the worker ---------------------------------------------------------------------
+
+    def _thread_main(self) -> None:
+        try:
+            asyncio.run(self._worker())
+        except Exception:
+            log.exception("memory maintenance worker stopped on an unexpected error")
+        finally:
+            self._loop = None
+            self._wake = None
+
+    async def _worker(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        if self._requested.is_set():
+            self._wake.set()
+        cfg = self.config
+        first = True
+        while not self._stopping.is_set():
+            wait = self._next_wait(startup=first)
+            first = False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=wait)
+            self._wake.clear()
+            if self._stopping.is_set():
+                break
+            if self._claim("last_tick_at", cfg.interval) == timedelta(0):
+                await self._guarded(self.arun_once())
+            elif self._requested.is_set():
+                left = self._claim("last_consolidation_at", cfg.consolidation_min_gap)
+                if left == timedelta(0):
+                    await self._guarded(self._consolidate_requested())
+
+    def _next_wait(self, *, startup: bool) -> float:
+        cfg = self.config
+        now = self.workspace.utc_now()
+        waits = [_MAX_SLEEP]
+        last_tick = self._last("last_tick_at")
+        tick_due = (last_tick + cfg.interval - now) if last_tick else timedelta(0)
+        if startup:
+            tick_due = max(tick_due, cfg.startup_delay)
+        waits.append(tick_due.total_seconds())
+        if self._requested.is_set():
+            last = self._last("last_consolidation_at")
+            due = (last + cfg.consolidation_min_gap - now) if last else timedelta(0)
+            waits.append(due.total_seconds())
+        return max(0.0, min(waits))
+
+    async def _guarded(self, job: Any) -> None:
+        self._task = asyncio.ensure_future(job)
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            log.warning("memory maintenance: a run was cancelled by stop()")
+        except Exception:
+            log.exception("memory maintenance: a run failed")
+        finally:
+            self._task = None
+
+    async def _consolidate_requested(self) -> ConsolidationResult:
+        # Clear first: a request arriving during the run must survive it.
+        was_requested = self._requested.is_set()
+        self._requested.clear()
+        retry = True
+        try:
+            result = await self.consolidator.consolidate()
+            retry = result.skipped in _RETRY
+            return result
+        finally:
+            if retry and was_requested:
+                self._requested.set()
+
+
+# Consolidation outcomes worth retrying after the gap; anything else serves the request.
+_RETRY = frozenset(
+    {
+        "busy",
+        "model_error",
+        "timeout",
+        "blank_answer",
+        "unusable_answer",
+        "lease_lost",
+        "memory_changed",
+    }
+)
+
+
+def _failure(step: str, exc: Exception) -> str:
+    log.warning("memory maintenance: step %s failed (%s)", step, type(exc).__name__)
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{step}: {type(exc).__name__}: {first}"[:300]

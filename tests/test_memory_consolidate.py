@@ -1,0 +1,335 @@
+"""Consolidation: MEMORY.md is rewritten only from a sound answer, within budget, with history."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memdir.errors import ModelError
+from memdir.ledger import append_bullets
+from memdir.memory import MemoryConsolidator, read_consolidation_log
+from memdir.memory._lease import Lease
+from memdir.models import CURRENT_KEY, ENTRIES_KEY, MAX_CHARS_KEY, TASK_KEY
+from memdir.testing import FunctionModel, ModelCall, ScriptedModel
+from memdir.workspace import Workspace
+
+STATE = "memory/.consolidation_state"
+
+
+def merge(call: ModelCall) -> str:
+    """A well-behaved consolidator: current bullets, then new entries not yet there."""
+    meta = call.messages[-1].metadata
+    current = [ln for ln in str(meta[CURRENT_KEY]).splitlines() if ln.startswith("- ")]
+    seen = {ln.casefold() for ln in current}
+    for entry in meta[ENTRIES_KEY]:
+        if f"- {entry}".casefold() not in seen:
+            current.append(f"- {entry}")
+            seen.add(f"- {entry}".casefold())
+    return "# Memory\n\n" + "\n".join(current) + "\n"
+
+
+def add(ws: Workspace, *bullets: str, day: str | None = None) -> None:
+    from datetime import date
+
+    append_bullets(
+        ws, list(bullets), header="Memory Flush", day=date.fromisoformat(day) if day else None
+    )
+
+
+def snapshot(ws: Workspace) -> tuple[bytes | None, bytes | None]:
+    def read(rel: str) -> bytes | None:
+        path = ws.root / rel
+        return path.read_bytes() if path.exists() else None
+
+    return read("MEMORY.md"), read(STATE)
+
+
+async def test_merges_new_entries_and_moves_the_watermark(ws: Workspace) -> None:
+    add(ws, "Alice prefers green tea", "Project X uses Postgres 16")
+    model = FunctionModel(merge)
+    result = await MemoryConsolidator(ws, model).consolidate()
+    assert result.skipped is None and result.applied
+    assert result.added == ("Alice prefers green tea", "Project X uses Postgres 16")
+    assert result.entries == 2 and result.files == ("2026-11-30.md",)
+    assert ws.read_text("MEMORY.md") == (
+        "# Memory\n\n- Alice prefers green tea\n- Project X uses Postgres 16\n"
+    )
+    meta = model.calls[0].messages[-1].metadata
+    assert meta[TASK_KEY] == "consolidate" and meta[MAX_CHARS_KEY] == 16_000
+    assert "4000 tokens" in (model.calls[0].system or "")
+    state = json.loads(ws.read_text(STATE))
+    size = (ws.root / "memory/2026-11-30.md").stat().st_size
+    assert state["files"]["2026-11-30.md"]["offset"] == size
+    again = await MemoryConsolidator(ws, model).consolidate()
+    assert again.skipped == "nothing_new" and len(model.calls) == 1
+
+
+async def test_only_entries_after_the_watermark_are_sent(ws: Workspace) -> None:
+    add(ws, "first fact")
+    model = FunctionModel(merge)
+    consolidator = MemoryConsolidator(ws, model)
+    await consolidator.consolidate()
+    add(ws, "second fact")
+    add(ws, "third fact", day="2026-12-01")
+    result = await consolidator.consolidate()
+    assert model.calls[1].messages[-1].metadata[ENTRIES_KEY] == ["second fact", "third fact"]
+    assert "first fact" not in model.calls[1].messages[-1].metadata[ENTRIES_KEY]
+    assert result.added == ("second fact", "third fact")
+    assert result.files == ("2026-11-30.md", "2026-12-01.md")
+
+
+async def test_previous_versions_are_kept_and_bounded(ws: Workspace) -> None:
+    consolidator = MemoryConsolidator(ws, FunctionModel(merge), history_versions=2)
+    for i in range(4):
+        add(ws, f"fact {i}")
+        result = await consolidator.consolidate()
+    assert result.history_path is not None
+    versions = sorted(ws.history_dir.glob("MEMORY.*.md"))
+    assert len(versions) == 2
+    assert versions[-1].read_text() == "# Memory\n\n- fact 0\n- fact 1\n- fact 2\n"
+    log = read_consolidation_log(ws)
+    assert [r["status"] for r in log] == ["applied"] * 4
+    assert log[-1]["added"] == ["fact 3"] and log[-1]["counts"]["unchanged"] == 3
+
+
+async def test_a_rewrite_that_drops_most_entries_is_refused(
+    ws: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    original = "# Memory\n\n" + "".join(f"- durable fact number {i}\n" for i in range(8))
+    ws.write_text("MEMORY.md", original)
+    add(ws, "a new fact")
+    lossy = "# Memory\n\n- durable fact number 0\n- durable fact number 1\n- a new fact\n"
+    with caplog.at_level(logging.WARNING, logger="memdir.memory"):
+        result = await MemoryConsolidator(ws, ScriptedModel([lossy])).consolidate()
+    assert result.skipped == "too_many_removals" and not result.applied
+    assert ws.read_text("MEMORY.md") == original
+    assert not (ws.root / STATE).exists()
+    assert any("drops 6 of 8" in r.getMessage() for r in caplog.records)
+    record = read_consolidation_log(ws)[-1]
+    assert record["status"] == "refused" and record["counts"]["would_remove"] == 6
+
+
+async def test_rewording_and_single_removals_are_allowed(ws: Workspace) -> None:
+    ws.write_text(
+        "MEMORY.md", "# Memory\n- Alice lives in Paris\n- Bob uses vim\n- Temp: ticket 42 open\n"
+    )
+    add(ws, "Alice moved to Berlin in November 2026")
+    answer = "# Memory\n- Alice lives in Berlin since November 2026\n- Bob uses vim\n"
+    result = await MemoryConsolidator(ws, ScriptedModel([answer])).consolidate()
+    assert result.applied
+    new = "Alice lives in Berlin since November 2026"
+    assert result.changed == (("Alice lives in Paris", new),)
+    assert result.removed == ("Temp: ticket 42 open",)
+
+
+async def test_over_budget_answer_is_sent_back_once(ws: Workspace) -> None:
+    add(ws, "new fact")
+    big = "# Memory\n" + "".join(f"- long fact {i} " + "x" * 80 + "\n" for i in range(5))
+    small = "# Memory\n- new fact\n- long fact summary\n"
+    model = ScriptedModel([big, small])
+    result = await MemoryConsolidator(ws, model, max_memory_tokens=100).consolidate()
+    assert result.applied and result.trimmed == ()
+    assert ws.read_text("MEMORY.md") == small
+    follow_up = model.calls[1].messages[-1]
+    assert "the limit is 400" in follow_up.text
+    model.assert_complete()
+
+
+async def test_budget_is_enforced_by_trimming_oldest_bullets(ws: Workspace) -> None:
+    ws.write_text("MEMORY.md", "# Memory\n" + "".join(f"- old fact {i}\n" for i in range(3)))
+    add(ws, "fresh fact A", "fresh fact B")
+    big = (
+        "# Memory\n\n## Old\n"
+        + "".join(f"- old fact {i} " + "y" * 60 + "\n" for i in range(3))
+        + "\n## New\n- fresh fact A\n- fresh fact B\n"
+    )
+    model = ScriptedModel([big, big])
+    consolidator = MemoryConsolidator(ws, model, max_memory_tokens=60, max_drop_ratio=1.0)
+    result = await consolidator.consolidate()
+    text = ws.read_text("MEMORY.md")
+    assert len(text) <= 240
+    assert "- fresh fact A" in text and "- fresh fact B" in text
+    assert result.trimmed and all(t.startswith("old fact") for t in result.trimmed)
+    assert result.trimmed[0].startswith("old fact 2")  # last in the file goes first
+
+
+async def test_an_answer_that_cannot_fit_changes_nothing(ws: Workspace) -> None:
+    add(ws, "fact")
+    prose = "# Memory\n" + "z" * 300 + "\n- fact\n"
+    result = await MemoryConsolidator(
+        ws, ScriptedModel([prose, prose]), max_memory_tokens=60
+    ).consolidate()
+    assert result.skipped == "over_budget"
+    assert not ws.memory_md.exists()
+
+
+def _hang(call: ModelCall) -> object:
+    async def later() -> str:
+        await asyncio.sleep(5)
+        return "- late"
+
+    return later()
+
+
+@pytest.mark.parametrize(
+    ("step", "reason"),
+    [
+        (ModelError("rate limited", status_code=429), "model_error"),
+        (ValueError("bad payload"), "model_error"),
+        ("", "blank_answer"),
+        ("```\n\n```", "blank_answer"),
+        ("I could not do that, sorry.", "unusable_answer"),
+        ("- private fact\n" * 7_000, "oversized_answer"),
+        (_hang, "timeout"),
+    ],
+)
+async def test_model_failures_change_nothing(
+    ws: Workspace, caplog: pytest.LogCaptureFixture, step: object, reason: str
+) -> None:
+    ws.write_text("MEMORY.md", "# Memory\n- kept fact\n")
+    add(ws, "private fact")
+    before = snapshot(ws)
+    consolidator = MemoryConsolidator(ws, ScriptedModel([step]), timeout=0.05)  # type: ignore[list-item]
+    with caplog.at_level(logging.WARNING, logger="memdir.memory"):
+        result = await consolidator.consolidate()
+    assert result.skipped == reason and not result.applied
+    assert snapshot(ws) == before
+    assert list(ws.history_dir.glob("MEMORY.*.md")) == []
+    assert any("consolidation" in r.getMessage() for r in caplog.records)
+    assert all("private fact" not in r.getMessage() for r in caplog.records)
+    assert read_consolidation_log(ws)[-1]["reason"] == reason
+    # Nothing lost: the entry is offered again next time.
+    retry = FunctionModel(merge)
+    consolidator.model = retry
+    assert (await consolidator.consolidate()).added == ("private fact",)
+
+
+async def test_missing_memory_md_is_rebuilt_from_every_ledger(ws: Workspace) -> None:
+    add(ws, "archived fact", day="2026-01-02")
+    add(ws, "recent fact")
+    model = FunctionModel(merge)
+    await MemoryConsolidator(ws, model).consolidate()
+    os.replace(ws.root / "memory/2026-01-02.md", ws.archive_dir / "2026-01-02.md")
+    ws.memory_md.unlink()
+    result = await MemoryConsolidator(ws, model).consolidate()
+    assert result.applied
+    assert ws.read_text("MEMORY.md") == "# Memory\n\n- archived fact\n- recent fact\n"
+
+
+async def test_archived_ledger_keeps_its_watermark(ws: Workspace) -> None:
+    add(ws, "old fact", day="2026-01-02")
+    model = FunctionModel(merge)
+    await MemoryConsolidator(ws, model).consolidate()
+    os.replace(ws.root / "memory/2026-01-02.md", ws.archive_dir / "2026-01-02.md")
+    assert (await MemoryConsolidator(ws, model).consolidate()).skipped == "nothing_new"
+
+
+async def test_hand_edited_ledger_is_read_again(ws: Workspace) -> None:
+    add(ws, "fact one", "fact two")
+    model = FunctionModel(merge)
+    await MemoryConsolidator(ws, model).consolidate()
+    ws.write_text(ws.ledger_rel(), "## Memory Add — x\n- fact one (corrected)\n")
+    result = await MemoryConsolidator(ws, model).consolidate()
+    assert model.calls[1].messages[-1].metadata[ENTRIES_KEY] == ["fact one (corrected)"]
+    assert result.added == ("fact one (corrected)",)
+
+
+async def test_a_user_edit_during_the_call_is_not_overwritten(ws: Workspace) -> None:
+    ws.write_text("MEMORY.md", "# Memory\n- one\n")
+    add(ws, "two")
+
+    def edit_then_answer(call: ModelCall) -> str:
+        ws.write_text("MEMORY.md", "# Memory\n- one\n- typed by the user\n")
+        return "# Memory\n- one\n- two\n"
+
+    result = await MemoryConsolidator(ws, FunctionModel(edit_then_answer)).consolidate()
+    assert result.skipped == "memory_changed"
+    assert "typed by the user" in ws.read_text("MEMORY.md")
+
+
+async def test_dry_run_writes_nothing(ws: Workspace) -> None:
+    add(ws, "a fact")
+    result = await MemoryConsolidator(ws, FunctionModel(merge)).consolidate(dry_run=True)
+    assert result.dry_run and not result.applied
+    assert result.text == "# Memory\n\n- a fact\n" and result.added == ("a fact",)
+    assert snapshot(ws) == (None, None)
+    assert read_consolidation_log(ws) == []
+
+
+async def test_secrets_in_the_answer_are_masked(ws: Workspace) -> None:
+    add(ws, "deploy key noted")
+    answer = "# Memory\n- deploy key noted\n- token ghp_" + "a" * 36 + "\n"
+    await MemoryConsolidator(ws, ScriptedModel([answer])).consolidate()
+    assert "ghp_" not in ws.read_text("MEMORY.md")
+
+
+async def test_long_backlog_is_sent_in_batches(ws: Workspace) -> None:
+    for day in range(1, 6):
+        add(ws, *(f"day {day} fact {i} " + "w" * 100 for i in range(6)), day=f"2026-11-0{day}")
+    model = FunctionModel(merge)
+    result = await MemoryConsolidator(ws, model, max_input_chars=1_000).consolidate()
+    assert len(model.calls) >= 5 and result.batches == len(model.calls)
+    assert len(result.added) == 30
+    assert (await MemoryConsolidator(ws, model).consolidate()).skipped == "nothing_new"
+
+
+async def test_a_live_lease_makes_the_run_skip(ws: Workspace) -> None:
+    add(ws, "fact")
+    other = Lease(ws, "consolidation", ttl=timedelta(minutes=5))
+    assert other.try_acquire()
+    model = ScriptedModel([])
+    assert (await MemoryConsolidator(ws, model).consolidate()).skipped == "busy"
+    other.release()
+    assert (await MemoryConsolidator(ws, FunctionModel(merge)).consolidate()).applied
+
+
+@pytest.mark.parametrize("stale", ["dead_pid", "expired"])
+async def test_a_stale_lease_is_taken_over(ws: Workspace, stale: str) -> None:
+    add(ws, "fact")
+    future = datetime.now(UTC) + timedelta(hours=1)
+    record = {
+        "pid": 2**22 + 12345 if stale == "dead_pid" else os.getpid(),
+        "host": socket.gethostname(),
+        "token": "abc",
+        "expires_at": (future if stale == "dead_pid" else datetime.now(UTC)).isoformat(),
+    }
+    (ws.memory_dir / ".consolidation.lease").write_text(json.dumps(record))
+    assert (await MemoryConsolidator(ws, FunctionModel(merge)).consolidate()).applied
+    assert not (ws.memory_dir / ".consolidation.lease").exists()
+
+
+async def test_crash_between_memory_write_and_watermark_is_settled(ws: Workspace) -> None:
+    add(ws, "fact")
+    model = FunctionModel(merge)
+    await MemoryConsolidator(ws, model).consolidate()
+    # Simulate: a second run wrote MEMORY.md, then died before committing the watermark.
+    add(ws, "later fact")
+    state = json.loads(ws.read_text(STATE))
+    size = (ws.root / "memory/2026-11-30.md").stat().st_size
+    from memdir.memory._state import sha256
+
+    new_text = "# Memory\n\n- fact\n- later fact\n"
+    data = (ws.root / "memory/2026-11-30.md").read_bytes()
+    state["pending"] = {
+        "memory_sha256": sha256(new_text.encode()),
+        "files": {"2026-11-30.md": {"offset": size, "sha256": sha256(data)}},
+    }
+    ws.write_text(STATE, json.dumps(state))
+    ws.write_text("MEMORY.md", new_text)
+    result = await MemoryConsolidator(ws, model).consolidate()
+    assert result.skipped == "nothing_new" and len(model.calls) == 1
+    assert json.loads(ws.read_text(STATE))["pending"] is None
+
+
+def test_invalid_settings_are_rejected(ws: Workspace) -> None:
+    model = ScriptedModel([])
+    with pytest.raises(ValueError, match="max_drop_ratio"):
+        MemoryConsolidator(ws, model, max_drop_ratio=1.5)
+    with pytest.raises(ValueError, match="placeholders"):
+        MemoryConsolidator(ws, model, prompt="keep {budget} chars")
