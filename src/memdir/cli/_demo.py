@@ -130,7 +130,7 @@ def step_next(ctx: DemoContext) -> None:
         f"memdir -w {root} search 'Wang Lei 备份'",
         f"memdir -w {root} get MEMORY.md:1-10",
         f"memdir -w {root} add 'Jing prefers tabs over spaces'",
-        f"memdir -w {root} mcp    # serve these tools to Claude Desktop, Claude Code, Cursor",
+        f"memdir -w {root} mcp    # MCP server for Claude, Cursor (pip install 'memdir[mcp]')",
     ):
         ctx.console.print(f"  {command}", markup=False)
 
