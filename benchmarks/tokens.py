@@ -39,8 +39,9 @@ import statistics
 import sys
 import sysconfig
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -417,17 +418,74 @@ def _median_seconds(fn: Callable[[], object], repeat: int = 5) -> float:
     return statistics.median(times)
 
 
-def _throughput(texts: list[str]) -> Iterator[tuple[str, float]]:
-    total = sum(len(t) for t in texts)
+def _throughput(data: dict[str, list[str]]) -> None:
+    """Mchar/s per category and overall, each counter over the same texts, median of 5."""
     o200k = load_exact("o200k_base")
-    est = PROFILES["o200k_base"].estimate
-    rows: list[tuple[str, Callable[[str], int]]] = [("estimator (o200k profile)", est)]
+    rows: list[tuple[str, Callable[[str], int]]] = [
+        ("memdir estimator", PROFILES["o200k_base"].estimate)
+    ]
     if o200k is not None:
         rows.append(("quicktok o200k (exact)", o200k))
     rows.append(("chars/4", BASELINES["chars/4"]))
+    cats = [*CATEGORIES, "all"]
+    print("| counter | " + " | ".join(cats) + " |")
+    print("|---" * (len(cats) + 1) + "|")
     for name, fn in rows:
-        seconds = _median_seconds(lambda fn=fn: [fn(t) for t in texts])  # type: ignore[misc]
-        yield name, total / seconds / 1e6
+        cells = []
+        for cat in cats:
+            texts = [t for c in CATEGORIES for t in data[c]] if cat == "all" else data[cat]
+            seconds = _median_seconds(lambda fn=fn, texts=texts: [fn(t) for t in texts])
+            cells.append(f"{sum(map(len, texts)) / seconds / 1e6:.1f}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+def _conversation(texts: list[str], n: int, rng: random.Random) -> list[Any]:
+    """A tool-using conversation of ``n`` messages built from evaluation texts."""
+    from memdir.messages import Msg, ToolUseBlock
+
+    msgs: list[Any] = []
+    while len(msgs) < n:
+        msgs.append(Msg.user(rng.choice(texts)[:500]))
+        call = ToolUseBlock(
+            id=f"call_{len(msgs)}", name="memory_search", input={"query": rng.choice(texts)[:80]}
+        )
+        msgs.append(Msg.assistant(rng.choice(texts)[:300], tool_calls=[call]))
+        msgs.append(Msg.tool_result(call.id, rng.choice(texts), name="memory_search"))
+    return msgs[:n]
+
+
+def _conversation_timing(texts: list[str]) -> None:
+    """Counting a 1,000-message request: cold, cached, one new message, anchored."""
+    from memdir.messages import Msg
+    from memdir.models import Usage
+    from memdir.tokens import EstimatingCounter, ExactCounter, UsageAnchor
+
+    msgs = _conversation(texts, 1000, random.Random(7))
+    chars = sum(len(m.text) + sum(len(b.text) for b in m.tool_results) for m in msgs)
+    system = "You are a helpful assistant with long-term memory.\n" * 40
+    factories: list[tuple[str, Callable[[], Any]]] = [("estimator", EstimatingCounter)]
+    if load_exact("o200k_base") is not None:
+        factories.append(("exact o200k", ExactCounter))
+    print(f"1,000 messages, {chars / 1e6:.2f} Mchar of text; median of 5, milliseconds\n")
+    print("| counter | cold (empty cache) | cached | +1 new message | UsageAnchor +1 |")
+    print("|---|---|---|---|---|")
+    for name, factory in factories:
+        cold = _median_seconds(lambda f=factory: f().count_request(msgs, system=system))
+        counter = factory()
+        counter.count_request(msgs, system=system)
+        warm = _median_seconds(lambda c=counter: c.count_request(msgs, system=system))
+
+        def one_more(c: Any = counter) -> None:
+            c.count_request([*msgs, Msg.user("one more question")], system=system)
+
+        plus_one = _median_seconds(one_more)
+        anchor = UsageAnchor(counter)
+        anchor.record(msgs, system=system, usage=Usage(input_tokens=250_000))
+        anchored = _median_seconds(
+            lambda a=anchor: a.estimate([*msgs, Msg.user("next")], system=system)
+        )
+        cells = [f"{1000 * t:.1f}" for t in (cold, warm, plus_one, anchored)]
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -480,9 +538,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\nchars per token:", {c: round(r, 2) for c, r in ratio.items()})
 
     texts = [t for c in CATEGORIES for t in data["eval"][c]]
-    print(f"\n### throughput, {sum(map(len, texts)) / 1e6:.2f} Mchar, median of 5\n")
-    for label, mchar in _throughput(texts):
-        print(f"| {label} | {mchar:.1f} Mchar/s |")
+    print(f"\n### text throughput, Mchar/s ({sum(map(len, texts)) / 1e6:.2f} Mchar)\n")
+    _throughput(data["eval"])
+    print("\n### whole-request counting\n")
+    _conversation_timing(texts)
     return 0
 
 

@@ -350,3 +350,27 @@ def test_concurrent_appends_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     assert len(ids) == len(set(ids)) == len(expected)
     assert set(ids) == expected
     assert [r.line for r in result.records] == list(range(1, len(ids) + 1))
+
+
+def test_big_logs_are_not_reparsed_on_every_append(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memdir.sessions as sessions
+
+    log = SessionLog(ws, "big")
+    log.append([Msg.user(f"message {i}") for i in range(300)], fsync=False)
+    parsed: list[bytes] = []
+    real = sessions._record_id
+
+    def spy(raw: bytes) -> str | None:
+        parsed.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(sessions, "_record_id", spy)
+    log.append([Msg.user("one more")], fsync=False)
+    assert parsed == []  # its own writes keep the cache current
+    SessionLog(ws, "big").append([Msg.user("from elsewhere")], fsync=False)
+    parsed.clear()
+    log.append([Msg.user("and another")], fsync=False)
+    assert len(parsed) == 1  # only the line another writer added
+    assert len(log.ids()) == 303

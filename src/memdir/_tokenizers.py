@@ -16,6 +16,7 @@ per-message cache needs.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
@@ -115,14 +116,17 @@ def features(text: str) -> tuple[int, ...]:
     classes = chars.translate(_CLASSES)
     count = classes.count
     letters = count(b"a") + count(b"A")
+    digits = count(b"0")
+    punct = count(b".")
     out = [
         letters,
         _runs(chars, _LETTER_RUNS, b"a") if letters else 0,
-        count(b"aA"),
-        count(b"0"),
-        _runs(chars, _DIGIT_RUNS, b"0"),
-        count(b"."),
-        _runs(chars, _PUNCT_RUNS, b"."),
+        count(b"aA") if letters else 0,
+        digits,
+        _runs(chars, _DIGIT_RUNS, b"0") if digits else 0,
+        punct,
+        # Non-ASCII punctuation (classes p, f) also forms punctuation runs.
+        _runs(chars, _PUNCT_RUNS, b".") if punct or wide else 0,
         count(b"\n"),
         count(b"  "),
     ]
@@ -170,10 +174,7 @@ class EstimatorProfile:
         """Estimated token count of ``text`` (0 for an empty text, else at least 1)."""
         if not text:
             return 0
-        total = 0.0
-        for weight, value in zip(self._vector, features(text), strict=True):
-            if value:
-                total += weight * value
+        total: float = sum(map(operator.mul, self._vector, features(text)))
         # The epsilon keeps a sum such as 2.0000000001 from rounding up to 3.
         return max(1, math.ceil(total - 1e-9))
 
