@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import FixedClock
 from memdir.errors import ConfigError
 from memdir.ledger import append_bullets
 from memdir.memory import (
@@ -26,8 +27,6 @@ from memdir.memory._lease import Lease
 from memdir.memory._retention import archive_ledger, expire_ledgers, prune_old_files
 from memdir.testing import FunctionModel, ModelCall
 from memdir.workspace import Workspace
-
-from conftest import FixedClock
 
 
 def ledger_on(ws: Workspace, day: str, *bullets: str) -> Path:
