@@ -120,8 +120,8 @@ def test_search_bad_arguments(
 
 
 def test_search_output_is_capped(ws: Workspace) -> None:
-    long_line = "- quokka " + "lorem ipsum dolor " * 60
-    ws.write_text("memory/2026-11-01.md", "\n".join([long_line] * 60) + "\n")
+    filler = "lorem ipsum dolor " * 60
+    ws.write_text("memory/2026-11-01.md", "".join(f"- quokka {n} {filler}\n" for n in range(60)))
     out = memory_search("quokka", 50, workspace=ws)
     assert len(out) <= SEARCH_CHAR_CAP
     hits = hit_lines(out)
