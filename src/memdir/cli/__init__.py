@@ -69,6 +69,10 @@ def _register() -> None:
     for command in [*_memory_cmds.COMMANDS, *_search_cmds.COMMANDS, *_demo.COMMANDS]:
         cli.add_command(command)
     cli.add_command(_mcp_cmd.mcp_cmd)
+    from memdir.cli import _maintain_cmds
+
+    for command in _maintain_cmds.COMMANDS:
+        cli.add_command(command)
 
 
 _register()

@@ -1,0 +1,232 @@
+"""``memdir maintain``, ``memdir consolidate`` and ``memdir memory history``."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import asdict
+from datetime import timedelta
+from typing import Any
+
+import click
+
+from memdir.cli._common import CliState, echo_json, info, pass_state
+from memdir.errors import ConfigError
+
+_JSON_HELP = "Print JSON on stdout instead of text."
+_MODEL_HELP = (
+    "Model for consolidation: 'extractive' (offline) or provider:model such as "
+    "'openai:gpt-4o-mini' [env MEMDIR_MODEL; default extractive]."
+)
+_model_option = click.option(
+    "--model", "model_spec", envvar="MEMDIR_MODEL", default="extractive", help=_MODEL_HELP
+)
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``"6h"``, ``"30m"``, ``"1h30m"``, ``"90s"``, ``"1d"`` → :class:`timedelta`."""
+    raw = text.strip().lower()
+    parts = _DURATION.findall(raw)
+    if not parts or _DURATION.sub("", raw).strip():
+        raise ConfigError(f"cannot read the duration {text!r}: write e.g. 6h, 30m, 1h30m or 1d")
+    seconds = sum(float(n) * _UNITS[u] for n, u in parts)
+    if seconds <= 0:
+        raise ConfigError(f"the duration {text!r} must be positive")
+    return timedelta(seconds=seconds)
+
+
+def _consolidator(state: CliState, model_spec: str, max_tokens: int) -> Any:
+    from memdir.memory import MemoryConsolidator
+    from memdir.models import model_from_string
+
+    return MemoryConsolidator(
+        state.workspace(), model_from_string(model_spec), max_memory_tokens=max_tokens
+    )
+
+
+def _result_dict(result: Any) -> dict[str, Any]:
+    data = asdict(result)
+    data["changed"] = [list(pair) for pair in result.changed]
+    data["applied"] = result.applied
+    return data
+
+
+def _print_diff(added: Any, changed: Any, removed: Any, trimmed: Any = ()) -> None:
+    for text in added:
+        click.echo(f"  + {text}")
+    for old, new in changed:
+        click.echo(f"  ~ {old}\n    → {new}")
+    for text in removed:
+        click.echo(f"  - {text}")
+    for text in trimmed:
+        click.echo(f"  ✂ {text}")
+
+
+def _print_consolidation(result: Any) -> None:
+    if result.skipped and not result.batches:
+        click.echo(f"consolidation: nothing applied ({result.skipped})")
+        return
+    verb = "would change" if result.dry_run else "changed"
+    click.echo(
+        f"consolidation: {verb} MEMORY.md: +{len(result.added)} ~{len(result.changed)} "
+        f"-{len(result.removed)} (trimmed {len(result.trimmed)}); "
+        f"{result.before_chars} → {result.after_chars} of {result.max_chars} chars; "
+        f"{result.entries} ledger entries from {len(result.files)} file(s)"
+    )
+    _print_diff(result.added, result.changed, result.removed)
+    if result.skipped:
+        click.echo(f"stopped early: {result.skipped}")
+
+
+@click.command("consolidate")
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option(
+    "--model", "model_spec", envvar="MEMDIR_MODEL", default="extractive", help=_MODEL_HELP
+)
+@click.option("--max-tokens", default=4000, show_default=True, help="MEMORY.md budget in tokens.")
+@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
+@pass_state
+def consolidate_cmd(
+    state: CliState, dry_run: bool, model_spec: str, max_tokens: int, as_json: bool
+) -> None:
+    """Merge new ledger entries into MEMORY.md now (the previous file goes to memory/.history/)."""
+    result = asyncio.run(_consolidator(state, model_spec, max_tokens).consolidate(dry_run=dry_run))
+    if as_json:
+        echo_json(_result_dict(result))
+    else:
+        _print_consolidation(result)
+
+
+def _print_report(report: Any) -> None:
+    prefix = "would " if report.dry_run else ""
+    if report.skipped:
+        click.echo(f"maintenance: skipped ({report.skipped}: another process is running it)")
+        return
+    click.echo(f"archived: {len(report.archived)} ledger(s) {prefix}moved to memory/archive/")
+    for name in report.archived:
+        click.echo(f"  {name}")
+    if report.consolidation is not None:
+        _print_consolidation(report.consolidation)
+    deleted = (
+        len(report.sessions_deleted),
+        len(report.tool_results_deleted),
+        len(report.cursors_deleted),
+    )
+    verb = "would be deleted" if report.dry_run else "deleted"
+    click.echo(
+        f"pruned: {deleted[0]} session log(s), {deleted[1]} tool result(s), "
+        f"{deleted[2]} flush cursor(s) {verb}"
+    )
+    if report.index is not None:
+        click.echo(
+            f"index: {report.index.files_indexed} file(s) indexed, "
+            f"{report.index.files_removed} removed"
+        )
+    for error in report.errors:
+        info(f"error: {error}")
+
+
+@click.command("maintain")
+@click.option("--once", is_flag=True, help="Run one pass and exit (the default).")
+@click.option("--every", metavar="DURATION", help="Run a pass every DURATION (6h, 30m…) until ^C.")
+@click.option("--dry-run", is_flag=True, help="Show what would be done; change nothing.")
+@click.option(
+    "--model", "model_spec", envvar="MEMDIR_MODEL", default="extractive", help=_MODEL_HELP
+)
+@click.option("--retention-days", default=90, show_default=True, help="Archive ledgers older.")
+@click.option(
+    "--session-retention-days", default=180, show_default=True, help="Delete session logs older."
+)
+@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
+@pass_state
+def maintain_cmd(
+    state: CliState,
+    once: bool,
+    every: str | None,
+    dry_run: bool,
+    model_spec: str,
+    retention_days: int,
+    session_retention_days: int,
+    as_json: bool,
+) -> None:
+    """Archive old ledgers, consolidate MEMORY.md, prune old session files, reindex.
+
+    Exit code 1 if any step failed (the other steps still ran).
+    """
+    from memdir.memory import MaintenanceConfig, MemoryMaintenanceScheduler
+
+    if once and every:
+        raise click.UsageError("--once and --every exclude each other")
+    config = MaintenanceConfig(
+        daily_file_retention_days=retention_days, session_retention_days=session_retention_days
+    )
+    interval = parse_duration(every) if every else None
+    scheduler = MemoryMaintenanceScheduler(
+        state.workspace(),
+        _consolidator(state, model_spec, config.max_memory_tokens),
+        config=config,
+    )
+    failed = False
+    while True:
+        report = scheduler.run_once(dry_run=dry_run)
+        failed = failed or bool(report.errors)
+        if as_json:
+            data = asdict(report)
+            if report.consolidation is not None:
+                data["consolidation"] = _result_dict(report.consolidation)
+            echo_json(data)
+        else:
+            _print_report(report)
+        if interval is None:
+            break
+        info(f"next pass in {every}")
+        time.sleep(interval.total_seconds())
+    if failed:
+        raise click.exceptions.Exit(1)
+
+
+@click.group("memory")
+def memory_group() -> None:
+    """Inspect long-term memory."""
+
+
+@memory_group.command("history")
+@click.option("--limit", "-n", type=click.IntRange(min=1), help="Only the last N runs.")
+@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
+@pass_state
+def history_cmd(state: CliState, limit: int | None, as_json: bool) -> None:
+    """What each consolidation changed in MEMORY.md, oldest first."""
+    from memdir.memory import read_consolidation_log
+
+    records = read_consolidation_log(state.workspace(create=False), limit=limit)
+    if as_json:
+        echo_json(records)
+        return
+    if not records:
+        info("no consolidation has run in this workspace yet")
+        return
+    for record in records:
+        counts = record.get("counts") or {}
+        status = record.get("status", "?")
+        reason = f" ({record['reason']})" if record.get("reason") else ""
+        summary = " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+        size = ""
+        if "after_chars" in record:
+            size = (
+                f" {record.get('before_chars')}→{record['after_chars']}"
+                f"/{record.get('budget_chars')} chars"
+            )
+        model = record.get("model", "?")
+        click.echo(f"{record.get('at', '?')} {status}{reason} [{model}] {summary}{size}")
+        _print_diff(
+            record.get("added", ()),
+            record.get("changed", ()),
+            record.get("removed", ()) or record.get("would_remove", ()),
+            record.get("trimmed", ()),
+        )
+
+
+COMMANDS: list[click.Command] = [consolidate_cmd, maintain_cmd, memory_group]

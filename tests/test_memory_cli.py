@@ -1,0 +1,92 @@
+"""``memdir consolidate``, ``memdir maintain`` and ``memdir memory history``."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from memdir.cli import cli
+from memdir.cli._maintain_cmds import parse_duration
+from memdir.errors import ConfigError
+from memdir.ledger import append_bullets
+from memdir.workspace import Workspace
+
+
+def run(root: Path, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["-w", str(root), *args], env={"MEMDIR_MODEL": None})
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    ws = Workspace(tmp_path / "ws")  # the zone the CLI uses
+    append_bullets(ws, ["I prefer dark roast coffee"], header="Memory Add")
+    old = ws.today() - timedelta(days=120)
+    append_bullets(ws, ["We decided to use Postgres"], header="Memory Add", day=old)
+    return ws.root
+
+
+def test_consolidate_dry_run_shows_the_diff_and_writes_nothing(root: Path) -> None:
+    result = run(root, "consolidate", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "would change MEMORY.md" in result.output
+    assert "+ I prefer dark roast coffee" in result.output
+    assert not (root / "MEMORY.md").exists()
+
+
+def test_consolidate_then_history(root: Path) -> None:
+    result = run(root, "consolidate", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["applied"] and data["skipped"] is None
+    assert "I prefer dark roast coffee" in (root / "MEMORY.md").read_text()
+    again = run(root, "consolidate")
+    assert "nothing applied (nothing_new)" in again.output
+    history = run(root, "memory", "history")
+    assert history.exit_code == 0
+    assert "applied [extractive] added=2" in history.output
+    assert "+ We decided to use Postgres" in history.output
+    records = json.loads(run(root, "memory", "history", "--json").output)
+    assert len(records) == 1 and records[0]["counts"]["added"] == 2
+
+
+def test_history_of_a_fresh_workspace_is_empty(tmp_path: Path) -> None:
+    result = run(tmp_path, "memory", "history", "--json")
+    assert result.exit_code == 0 and json.loads(result.output) == []
+
+
+def test_maintain_once_archives_and_consolidates(root: Path) -> None:
+    result = run(root, "maintain", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    old_name = f"{(Workspace(root).today() - timedelta(days=120)).isoformat()}.md"
+    assert report["archived"] == [old_name]
+    assert report["consolidation"]["applied"]
+    assert (root / "memory" / "archive" / old_name).exists()
+    text = run(root, "maintain", "--dry-run").output
+    assert "would be deleted" in text
+
+
+def test_maintain_rejects_bad_options(root: Path) -> None:
+    bad = run(root, "maintain", "--every", "soon")
+    assert bad.exit_code == 1 and "cannot read the duration" in bad.output
+    both = run(root, "maintain", "--once", "--every", "1h")
+    assert both.exit_code == 2
+    model = run(root, "consolidate", "--model", "nosuch:thing")
+    assert model.exit_code == 1 and "unknown model provider" in model.output
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("6h", 21_600), ("30m", 1_800), ("1h30m", 5_400), ("1d", 86_400)]
+)
+def test_durations(text: str, seconds: int) -> None:
+    assert parse_duration(text).total_seconds() == seconds
+
+
+@pytest.mark.parametrize("text", ["", "h", "5x", "0s", "6h soon"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(ConfigError):
+        parse_duration(text)
