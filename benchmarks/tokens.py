@@ -454,6 +454,28 @@ def _conversation(texts: list[str], n: int, rng: random.Random) -> list[Any]:
     return msgs[:n]
 
 
+def _request_errors(data: dict[str, list[str]]) -> None:
+    """Whole requests (40 messages with tool calls), estimator vs exact o200k accounting."""
+    from memdir.tokens import EstimatingCounter, ExactCounter
+
+    est, exact = EstimatingCounter(), ExactCounter()
+    mixes = {
+        "English + code + JSON": data["english"] + data["code"] + data["json_en"],
+        "Chinese + JSON (zh)": data["chinese"] + data["json_zh"] + data.get("chat_zh", []),
+        "all categories": [t for texts in data.values() for t in texts],
+    }
+    print("| conversation texts | requests | bias % / mean abs err % / p95 abs err % |")
+    print("|---|---|---|")
+    for label, texts in mixes.items():
+        rng = random.Random(label)
+        errs = []
+        for _ in range(100):
+            msgs = _conversation(texts, 40, rng)
+            truth = exact.count_request(msgs)
+            errs.append((est.count_request(msgs) - truth) / truth)
+        print(f"| {label} | {len(errs)} | {summary(errs)} |")
+
+
 def _conversation_timing(texts: list[str]) -> None:
     """Counting a 1,000-message request: cold, cached, one new message, anchored."""
     from memdir.messages import Msg
@@ -540,7 +562,9 @@ def main(argv: list[str] | None = None) -> int:
     texts = [t for c in CATEGORIES for t in data["eval"][c]]
     print(f"\n### text throughput, Mchar/s ({sum(map(len, texts)) / 1e6:.2f} Mchar)\n")
     _throughput(data["eval"])
-    print("\n### whole-request counting\n")
+    print("\n### whole requests: error vs exact o200k with the same message accounting\n")
+    _request_errors(data["eval"])
+    print("\n### whole-request counting time\n")
     _conversation_timing(texts)
     return 0
 
