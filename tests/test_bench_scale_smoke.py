@@ -16,7 +16,8 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 def bench() -> dict[str, ModuleType]:
     with pytest.MonkeyPatch.context() as mp:
         mp.syspath_prepend(str(BENCHMARKS))
-        return {name: importlib.import_module(name) for name in ("_corpus", "_scale_report", "scale")}
+        names = ("_corpus", "_scale_report", "scale")
+        return {name: importlib.import_module(name) for name in names}
 
 
 @pytest.fixture(scope="module")
