@@ -14,6 +14,15 @@ from memdir.errors import (
 )
 from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
 from memdir.index import IndexStats, MemoryIndex, SearchHit
+from memdir.memory import (
+    ConsolidationResult,
+    FlushResult,
+    MaintenanceConfig,
+    MaintenanceReport,
+    MemoryConsolidator,
+    MemoryFlushManager,
+    MemoryMaintenanceScheduler,
+)
 from memdir.messages import (
     SUMMARY_NAME,
     ImageBlock,
@@ -25,6 +34,7 @@ from memdir.messages import (
     ToolUseBlock,
 )
 from memdir.models import ChatModel, ModelResponse, ToolSpec, Usage
+from memdir.redact import Redactor, redact
 from memdir.sessions import LogSpan, SessionLog
 from memdir.tokens import (
     EstimatingCounter,
@@ -41,19 +51,27 @@ __all__ = [
     "SUMMARY_NAME",
     "ChatModel",
     "ConfigError",
+    "ConsolidationResult",
     "ContextOverflowError",
     "EstimatingCounter",
     "ExactCounter",
+    "FlushResult",
     "ImageBlock",
     "IndexCorruptError",
     "IndexStats",
     "LogSpan",
+    "MaintenanceConfig",
+    "MaintenanceReport",
     "MemdirError",
+    "MemoryConsolidator",
+    "MemoryFlushManager",
     "MemoryIndex",
+    "MemoryMaintenanceScheduler",
     "MessageFormatError",
     "ModelError",
     "ModelResponse",
     "Msg",
+    "Redactor",
     "SearchHit",
     "SessionLog",
     "SessionLogError",
@@ -72,4 +90,5 @@ __all__ = [
     "WorkspaceError",
     "__version__",
     "default_counter",
+    "redact",
 ]
