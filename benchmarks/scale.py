@@ -36,6 +36,7 @@ from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 
+import memdir
 from _corpus import (
     DEFAULT_SEED,
     CorpusSpec,
@@ -248,18 +249,24 @@ def _fmt_load(load: tuple[float, float, float]) -> str:
     return " ".join(f"{x:.2f}" for x in load)
 
 
-def _commit() -> str:
+def _git(*args: str) -> str:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
+            ["git", *args],
             capture_output=True,
             text=True,
             check=True,
-            cwd=Path(__file__).resolve().parent,
+            cwd=Path(memdir.__file__).resolve().parent,
         )
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        return ""
     return out.stdout.strip()
+
+
+def _commit() -> str:
+    """Commit of the memdir package measured, ``+modified`` if its source differs from it."""
+    head = _git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+modified" if _git("status", "--porcelain", "--", ".") else "")
 
 
 def _parser() -> argparse.ArgumentParser:
