@@ -128,6 +128,23 @@ async def test_rewording_and_single_removals_are_allowed(ws: Workspace) -> None:
     assert result.removed == ("Temp: ticket 42 open",)
 
 
+@pytest.mark.parametrize(("pad", "applied"), [("n" * 30, True), ("", False)])
+async def test_a_full_file_may_swap_old_bullets_for_new_ones(
+    ws: Workspace, pad: str, applied: bool
+) -> None:
+    old = [f"old fact number {i} " + "o" * 20 for i in range(8)]
+    ws.write_text("MEMORY.md", "# Memory\n" + "".join(f"- {b}\n" for b in old))
+    new = [f"new fact {i} {pad}".strip() for i in range(4)]
+    add(ws, *new)
+    answer = "# Memory\n" + "".join(f"- {b}\n" for b in [*old[:4], *new])
+    consolidator = MemoryConsolidator(ws, ScriptedModel([answer]), max_memory_tokens=100)
+    result = await consolidator.consolidate()
+    # At 80 % of the budget or more, each new bullet may take an old one's place; a file
+    # that shrinks while dropping half its entries is refused.
+    assert result.applied is applied
+    assert result.skipped == (None if applied else "too_many_removals")
+
+
 async def test_over_budget_answer_is_sent_back_once(ws: Workspace) -> None:
     add(ws, "new fact")
     big = "# Memory\n" + "".join(f"- long fact {i} " + "x" * 80 + "\n" for i in range(5))

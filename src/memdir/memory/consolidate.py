@@ -8,7 +8,8 @@ only if it is sound:
 - an answer over the budget is sent back once to be shortened, then trimmed deterministically
   (:mod:`memdir.memory._budget`): the file written is never over budget;
 - an answer that drops more than ``max_drop_ratio`` of the existing entries without a
-  replacement is refused (a single removal is always allowed);
+  replacement is refused (a single removal is always allowed; an answer at 80 % of the budget
+  or more may drop one old bullet per new one, since a full file must make room);
 - ``MEMORY.md`` edited by someone else during the call is not overwritten;
 - the previous file is kept in ``memory/.history/``; the write is atomic, and the watermark
   moves only after it (with crash recovery);
@@ -53,6 +54,7 @@ log = logging.getLogger("memdir.memory")
 
 _CHARS_PER_TOKEN = 4
 _TRUNCATED = {"length", "max_tokens", "max_output_tokens"}
+_PRESSURE = 0.8  # an answer this close to the budget may drop old bullets for new ones
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -251,11 +253,15 @@ class MemoryConsolidator:
         old_bullets = [b.text for b in parse_bullets(current)]
         proposed = [b.text for b in parse_bullets(new_text)]
         model_diff = diff_entries(old_bullets, proposed)
-        if len(model_diff.removed) > max(1.0, self.max_drop_ratio * len(old_bullets)):
+        unreplaced = len(model_diff.removed)
+        if len(new_text) >= _PRESSURE * self.max_chars:
+            # A full file must make room: each new bullet may take an old one's place.
+            unreplaced = max(0, unreplaced - len(model_diff.added))
+        if unreplaced > max(1.0, self.max_drop_ratio * len(old_bullets)):
             log.warning(
                 "consolidation refused: the answer drops %d of %d entries without a "
                 "replacement (limit %.0f%%); MEMORY.md is unchanged",
-                len(model_diff.removed),
+                unreplaced,
                 len(old_bullets),
                 self.max_drop_ratio * 100,
             )
