@@ -128,13 +128,16 @@ def _size_section(size: SizeResult, max_terms: int) -> list[str]:
         "",
         "| engine | "
         + " | ".join(f"{k} term{'s' if k > 1 else ''}" for k in terms)
-        + " | 2–5 terms |",
-        "|---" * (len(terms) + 2) + "|",
+        + " | 2–5 terms | queries |",
+        "|---" * (len(terms) + 3) + "|",
     ]
     for eng in size.engines:
         cells = [_pair(eng.latency_ms.get(k, [])) for k in terms]
+        count = len(eng.pooled(terms))
         out.append(
-            f"| {eng.name} | " + " | ".join(cells) + f" | {_pair(eng.pooled(range(2, 6)))} |"
+            f"| {eng.name} | "
+            + " | ".join(cells)
+            + f" | {_pair(eng.pooled(range(2, 6)))} | {count} |"
         )
     out += [
         "",
