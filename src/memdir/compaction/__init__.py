@@ -13,6 +13,12 @@ guarantees.
 
 from __future__ import annotations
 
+from memdir.compaction.compactor import (
+    CompactionPlan,
+    CompactionResult,
+    ConversationCompactor,
+    FlushHook,
+)
 from memdir.compaction.config import (
     ClearToolResultsConfig,
     CompactionConfig,
@@ -36,6 +42,10 @@ __all__ = [
     "CompactionConfig",
     "CompactionEvent",
     "CompactionListener",
+    "CompactionPlan",
+    "CompactionResult",
+    "ConversationCompactor",
+    "FlushHook",
     "TruncateArgsConfig",
     "build_summary_message",
     "is_context_overflow",

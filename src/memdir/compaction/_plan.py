@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from memdir.compaction._pairing import latest_user_index, safe_cut, tail_start
 from memdir.messages import Msg, repair_tool_pairing
 
-__all__ = ["SummaryPlan", "plan_summary"]
+__all__ = ["SummaryPlan", "plan_summary", "repair"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -22,12 +22,15 @@ class SummaryPlan:
         body: the kept body (the latest user message if it was before the cut, then the
             tail), with tool pairing repaired: an unanswered call gets an error result, a
             misplaced result is quoted in a user message (nothing is dropped).
+        altered: ids of messages at or after ``cut`` that the repair changed or replaced;
+            their originals must be logged too.
     """
 
     cut: int
     summarize: list[int]
     pinned_system: list[Msg]
     body: list[Msg]
+    altered: frozenset[str]
 
 
 def _pinned_system(prefix: Sequence[Msg]) -> list[Msg]:
@@ -64,9 +67,22 @@ def plan_summary(
     if not summarize:
         return None
     body = ([msgs[pinned_user]] if pinned_user is not None else []) + list(msgs[cut:])
+    repaired, altered = repair(body)
     return SummaryPlan(
         cut=cut,
         summarize=summarize,
         pinned_system=_pinned_system(msgs[:cut]),
-        body=repair_tool_pairing(body),
+        body=repaired,
+        altered=altered,
     )
+
+
+def repair(msgs: Sequence[Msg]) -> tuple[list[Msg], frozenset[str]]:
+    """:func:`~memdir.messages.repair_tool_pairing`, and the ids of the messages it changed."""
+    repaired = repair_tool_pairing(msgs)
+    if len(repaired) == len(msgs) and all(
+        a is b or a == b for a, b in zip(msgs, repaired, strict=True)
+    ):
+        return list(msgs), frozenset()
+    kept = {m.id: m for m in repaired}
+    return repaired, frozenset(m.id for m in msgs if kept.get(m.id) != m)

@@ -1,0 +1,311 @@
+"""The conversation compactor: cheap passes, then flush, offload, summary.
+
+:meth:`ConversationCompactor.compact_if_needed` runs a ladder of stages, re-measuring the whole
+request after each and stopping as soon as it is under the triggers:
+
+1. **truncate_args** (when configured and its own trigger fires): long arguments of old tool
+   calls are shortened;
+2. **clear_tool_results**: old, large tool results become a head-and-tail preview;
+3. **summary**: the messages before a pair-safe cut are handed to the ``on_flush`` hook, appended
+   to the session log, and replaced by one summary message.
+
+Every stage writes the originals of what it changes to ``sessions/<session_id>.log.jsonl``
+*before* the context changes; if that write fails the stage is not applied. If the summary call
+fails, the context is left as the cheap passes made it, unless the request is over the model's
+hard limit, in which case an extractive summary (no model call) is used. Nothing is ever
+replaced by an error message.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from memdir.compaction._plan import plan_summary
+from memdir.compaction._run import Run
+from memdir.compaction.config import CompactionConfig
+from memdir.compaction.events import CompactionListener
+from memdir.compaction.summary import summary_text
+from memdir.errors import ConfigError
+from memdir.messages import Msg
+from memdir.models import ChatModel, ToolSpec
+from memdir.sessions import LogSpan, validate_session_id
+from memdir.tokens import TokenCounter, default_counter
+from memdir.workspace import Workspace
+
+__all__ = ["CompactionPlan", "CompactionResult", "ConversationCompactor", "FlushHook"]
+
+log = logging.getLogger("memdir.compaction")
+
+FlushHook = Callable[..., Awaitable[object] | object]
+"""``on_flush(prefix_msgs, session_id=...)``; may be sync or async; its result is ignored."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionResult:
+    """A compacted conversation.
+
+    Attributes:
+        messages: the new conversation: pinned system messages, the summary message, the latest
+            user message when it was older than the cut, then the kept tail. Without a summary
+            (only cheap passes ran) it has the input's length and order.
+        summary: the summary text (``""`` when no summary was made).
+        summary_message: the summary message, or ``None``.
+        log_path: the session log holding the removed or shortened originals
+            (workspace-relative), or ``None`` when nothing was offloaded.
+        log_span: the line range of the session log holding the messages this compaction
+            summarised (for cheap passes alone: the lines they wrote).
+        messages_before: number of input messages.
+        messages_after: number of output messages.
+        tokens_before: estimated tokens of the whole request before.
+        tokens_after: estimated tokens of the whole request after.
+        cut_index: index (in the input) of the first message kept after the summary, or
+            ``None`` without a summary.
+        stages: the stages applied, in order (``"truncate_args"``, ``"clear_tool_results"``,
+            ``"summary"`` or ``"extractive_summary"``).
+        reason: what triggered compaction (``"messages"``, ``"tokens"``, ``"hard_limit"``,
+            ``"forced"``, ``"truncate_args"``).
+    """
+
+    messages: list[Msg]
+    summary: str
+    summary_message: Msg | None
+    log_path: str | None
+    log_span: LogSpan | None
+    messages_before: int
+    messages_after: int
+    tokens_before: int
+    tokens_after: int
+    cut_index: int | None
+    stages: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionPlan:
+    """What :meth:`ConversationCompactor.compact_if_needed` would do, computed without side
+    effects (no model call, nothing written).
+
+    Attributes:
+        reason: the trigger that fires, or ``None`` when nothing would run.
+        messages: messages in the conversation.
+        tokens: estimated tokens of the whole request.
+        cut_index: where a summary would cut, or ``None`` when nothing can be summarised.
+        summarized: how many messages a summary would replace.
+        kept: messages left after a summary (the summary message included).
+    """
+
+    reason: str | None
+    messages: int
+    tokens: int
+    cut_index: int | None
+    summarized: int
+    kept: int
+
+
+class ConversationCompactor:
+    """Keeps a conversation under its triggers without losing what was said.
+
+    Args:
+        model: the agent's model; its ``context_window`` sets the hard limit, and it writes the
+            summary unless ``config.model`` names another.
+        workspace: the workspace whose ``sessions/`` receives the offloaded messages.
+        config: triggers, tail size and passes.
+        on_flush: called with the messages about to be summarised (earlier summaries, system
+            messages and the pinned user message left out) and ``session_id=``, before they leave
+            the context; a failure is logged and compaction goes on.
+        token_counter: counts requests; default :func:`memdir.tokens.default_counter`.
+    """
+
+    def __init__(
+        self,
+        model: ChatModel,
+        workspace: Workspace | str,
+        config: CompactionConfig | None = None,
+        *,
+        on_flush: FlushHook | None = None,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
+        if not callable(getattr(model, "generate", None)):
+            raise ConfigError("ConversationCompactor needs a ChatModel (an object with generate())")
+        if config is not None and not isinstance(config, CompactionConfig):
+            raise ConfigError("config must be a CompactionConfig")
+        self.model = model
+        self.workspace = Workspace.coerce(workspace)
+        self.config = config or CompactionConfig()
+        self.on_flush = on_flush
+        self.counter: TokenCounter = token_counter or default_counter()
+        self.listeners: list[CompactionListener] = []
+
+    # -- listeners -----------------------------------------------------------------------------
+
+    def add_listener(self, listener: CompactionListener) -> None:
+        """Call ``listener(event)`` for every :class:`CompactionEvent` (sync or async)."""
+        if not callable(listener):
+            raise ConfigError("a compaction listener must be callable")
+        self.listeners.append(listener)
+
+    def remove_listener(self, listener: CompactionListener) -> None:
+        """Stop calling ``listener`` (no error if it was not registered)."""
+        if listener in self.listeners:
+            self.listeners.remove(listener)
+
+    # -- trigger -------------------------------------------------------------------------------
+
+    def measure(
+        self,
+        messages: Sequence[Msg],
+        *,
+        system: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+    ) -> tuple[int, int]:
+        """``(non-system message count, estimated tokens of the whole request)``."""
+        count = sum(1 for m in messages if m.role != "system")
+        return count, self.counter.count_request(messages, system=system, tools=tools)
+
+    def trigger_reason(self, count: int, tokens: int, *, force: bool = False) -> str | None:
+        """Why a conversation of this size must be compacted, or ``None`` if it need not."""
+        cfg = self.config
+        if force:
+            return "forced"
+        if cfg.trigger_messages and count >= cfg.trigger_messages:
+            return "messages"
+        hard = cfg.hard_limit(getattr(self.model, "context_window", None))
+        if hard is not None and tokens >= hard:
+            return "hard_limit"
+        if cfg.trigger_tokens and tokens >= cfg.trigger_tokens:
+            return "tokens"
+        return None
+
+    def _truncate_due(self, count: int, tokens: int) -> bool:
+        ta = self.config.truncate_args
+        if ta is None:
+            return False
+        return bool(
+            (ta.trigger_messages and count >= ta.trigger_messages)
+            or (ta.trigger_tokens and tokens >= ta.trigger_tokens)
+        )
+
+    def plan(
+        self,
+        messages: Sequence[Msg],
+        *,
+        system: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        force: bool = False,
+        keep_messages: int | None = None,
+        keep_tokens: int | None = None,
+    ) -> CompactionPlan:
+        """Where a summary would cut, without calling a model or writing anything.
+
+        The cheap passes are not simulated: they may make the summary unnecessary.
+        """
+        msgs = list(messages)
+        count, tokens = self.measure(msgs, system=system, tools=tools)
+        reason = self.trigger_reason(count, tokens, force=force)
+        if reason is None and self._truncate_due(count, tokens):
+            reason = "truncate_args"
+        split = plan_summary(
+            msgs,
+            keep_messages=self.config.keep_messages if keep_messages is None else keep_messages,
+            keep_tokens=self.config.keep_tokens if keep_tokens is None else keep_tokens,
+            count_message=self.counter.count_message,
+        )
+        if split is None:
+            return CompactionPlan(
+                reason=reason,
+                messages=len(msgs),
+                tokens=tokens,
+                cut_index=None,
+                summarized=0,
+                kept=len(msgs),
+            )
+        kept = len(split.pinned_system) + 1 + len(split.body)
+        return CompactionPlan(
+            reason=reason,
+            messages=len(msgs),
+            tokens=tokens,
+            cut_index=split.cut,
+            summarized=len(split.summarize),
+            kept=kept,
+        )
+
+    # -- the ladder ----------------------------------------------------------------------------
+
+    async def compact_if_needed(
+        self,
+        messages: Sequence[Msg],
+        *,
+        session_id: str,
+        system: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        force: bool = False,
+        keep_messages: int | None = None,
+        keep_tokens: int | None = None,
+    ) -> CompactionResult | None:
+        """Compact ``messages`` if a trigger fires (or ``force``); ``None`` if nothing changed.
+
+        Args:
+            messages: the conversation (not modified).
+            session_id: names the session log (``[A-Za-z0-9._-]{1,128}``).
+            system: the system prompt sent with the request (counted, never compacted).
+            tools: the tool schemas sent with the request (counted).
+            force: compact regardless of the triggers (context-overflow recovery).
+            keep_messages: override ``config.keep_messages`` for this call.
+            keep_tokens: override ``config.keep_tokens`` for this call.
+
+        Returns:
+            The compacted conversation, or ``None`` when no stage was needed or none could be
+            applied (a ``compaction.failed`` event then says why).
+
+        Raises:
+            MemdirError: for a bad ``session_id`` or bad keep overrides.
+        """
+        for name, value in (("keep_messages", keep_messages), ("keep_tokens", keep_tokens)):
+            if value is not None and (not isinstance(value, int) or value < 0):
+                raise ConfigError(f"{name} must be a non-negative integer, not {value!r}")
+        validate_session_id(session_id)
+        original = list(messages)
+        if not original:
+            return None
+        count, tokens = self.measure(original, system=system, tools=tools)
+        reason = self.trigger_reason(count, tokens, force=force)
+        truncate_due = self._truncate_due(count, tokens)
+        if reason is None and not truncate_due:
+            return None
+        run = Run(
+            self,
+            original,
+            session_id=session_id,
+            system=system,
+            tools=tools,
+            count=count,
+            tokens=tokens,
+            force=force,
+        )
+        truncate_at = run.truncate_candidates() if truncate_due else []
+        if reason is None and not truncate_at:
+            return None
+        outcome = await run.go(
+            reason,
+            truncate_at,
+            self.config.keep_messages if keep_messages is None else keep_messages,
+            self.config.keep_tokens if keep_tokens is None else keep_tokens,
+        )
+        if outcome is None:
+            return None
+        return CompactionResult(
+            messages=outcome.messages,
+            summary=summary_text(outcome.summary) if outcome.summary is not None else "",
+            summary_message=outcome.summary,
+            log_path=outcome.log_path,
+            log_span=outcome.log_span,
+            messages_before=len(original),
+            messages_after=len(outcome.messages),
+            tokens_before=tokens,
+            tokens_after=outcome.tokens_after,
+            cut_index=outcome.cut_index,
+            stages=outcome.stages,
+            reason=outcome.reason,
+        )

@@ -1,0 +1,167 @@
+"""Failure injection: a failing summariser or session log never costs the conversation."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import shutil
+from typing import Any
+
+import pytest
+
+from memdir.compaction import (
+    ClearToolResultsConfig,
+    CompactionConfig,
+    CompactionEvent,
+    ConversationCompactor,
+)
+from memdir.errors import ModelError, SessionLogError
+from memdir.messages import Msg, ToolUseBlock
+from memdir.sessions import SessionLog
+from memdir.testing import FunctionModel, ModelCall, ScriptedModel
+from memdir.workspace import Workspace
+
+FILLER = "we discussed the retry policy of the upload worker in some detail " * 3
+
+
+def chat(n: int) -> list[Msg]:
+    return [
+        Msg.user(f"Q{i} {FILLER}") if i % 2 == 0 else Msg.assistant(f"A{i} {FILLER}")
+        for i in range(n)
+    ]
+
+
+def config(**kw: Any) -> CompactionConfig:
+    base: dict[str, Any] = {
+        "trigger_messages": 10,
+        "trigger_tokens": 0,
+        "keep_messages": 4,
+        "summary_retries": 0,
+    }
+    base.update(kw)
+    return CompactionConfig(**base)
+
+
+def compactor(ws: Workspace, model: Any, **kw: Any) -> tuple[ConversationCompactor, list[Any]]:
+    comp = ConversationCompactor(model, ws, config(**kw))
+    events: list[CompactionEvent] = []
+    comp.add_listener(events.append)
+    return comp, events
+
+
+async def never_answers(call: ModelCall) -> str:
+    await asyncio.sleep(30)
+    return "late"
+
+
+@pytest.mark.parametrize(
+    ("model", "kw", "why"),
+    [
+        (ScriptedModel([ModelError("HTTP 503", status_code=503)]), {}, "ModelError"),
+        (ScriptedModel([RuntimeError("connection reset")]), {}, "connection reset"),
+        (ScriptedModel(["   \n"]), {}, "empty answer"),
+        (FunctionModel(never_answers), {"summary_timeout": 0.05}, "timed out"),
+    ],
+    ids=["provider-error", "crash", "blank", "timeout"],
+)
+async def test_summary_failure_leaves_the_context_unchanged(
+    ws: Workspace, model: Any, kw: dict[str, Any], why: str
+) -> None:
+    msgs = chat(12)
+    snapshot = list(msgs)
+    comp, events = compactor(ws, model, **kw)
+    assert await comp.compact_if_needed(msgs, session_id="s1") is None
+    assert msgs == snapshot
+    assert [e.kind for e in events] == ["compaction.started", "compaction.failed"]
+    assert why in events[1].reason
+    assert events[1].messages_after == 12
+    # the offload happened first, so a later attempt has nothing left to lose
+    assert [r.msg.id for r in SessionLog(ws, "s1").read().records] == [m.id for m in msgs[:8]]
+
+
+async def test_retry_after_a_transient_failure_succeeds(ws: Workspace) -> None:
+    model = ScriptedModel([ModelError("HTTP 502", status_code=502), "## SUMMARY\nrecovered"])
+    comp, events = compactor(ws, model, summary_retries=1)
+    res = await comp.compact_if_needed(chat(12), session_id="s1")
+    assert res is not None and "recovered" in res.summary
+    assert events[-1].kind == "compaction.completed"
+    model.assert_complete()
+
+
+async def test_repeated_compaction_after_a_failure_logs_each_message_once(ws: Workspace) -> None:
+    msgs = chat(12)
+    comp, _ = compactor(ws, ScriptedModel([RuntimeError("down"), "## SUMMARY\nok"]))
+    assert await comp.compact_if_needed(msgs, session_id="s1") is None
+    assert await comp.compact_if_needed(msgs, session_id="s1") is not None
+    ids = [r.msg.id for r in SessionLog(ws, "s1").read().records]
+    assert ids == [m.id for m in msgs[:8]]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        SessionLogError("cannot write session log: No space left on device"),
+        OSError(errno.ENOSPC, "No space left on device"),
+        PermissionError(errno.EACCES, "Permission denied"),
+    ],
+    ids=["disk-full", "oserror", "permission"],
+)
+async def test_log_write_failure_changes_nothing_and_skips_the_model(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    def refuse(self: SessionLog, msgs: Any, *, fsync: bool = True) -> None:
+        raise error
+
+    monkeypatch.setattr(SessionLog, "append", refuse)
+    model = ScriptedModel([])
+    comp, events = compactor(ws, model)
+    msgs = chat(12)
+    assert await comp.compact_if_needed(msgs, session_id="s1") is None
+    assert model.calls == []
+    assert events[-1].kind == "compaction.failed"
+    assert "session log could not be written" in events[-1].reason
+
+
+async def test_unwritable_sessions_directory_changes_nothing(ws: Workspace) -> None:
+    # A real failure, independent of privileges: the sessions directory is a file.
+    shutil.rmtree(ws.root / "sessions")
+    (ws.root / "sessions").write_text("not a directory")
+    model = ScriptedModel([])
+    comp, events = compactor(ws, model)
+    assert await comp.compact_if_needed(chat(12), session_id="s1") is None
+    assert model.calls == [] and events[-1].kind == "compaction.failed"
+    assert (ws.root / "sessions").read_text() == "not a directory"
+
+
+async def test_cheap_pass_result_is_kept_when_the_summary_fails(ws: Workspace) -> None:
+    big = "x = compute()\n" * 800
+    msgs: list[Msg] = [
+        Msg.user("profile the job"),
+        Msg.assistant(tool_calls=[ToolUseBlock(id="t0", name="bash", input={"cmd": "run"})]),
+        Msg.tool_result("t0", big, name="bash"),
+        *chat(12),
+    ]
+    comp, events = compactor(
+        ws,
+        ScriptedModel([RuntimeError("down")]),
+        clear_tool_results=ClearToolResultsConfig(keep_results=0),
+    )
+    res = await comp.compact_if_needed(msgs, session_id="s1")
+    assert res is not None
+    assert res.stages == ("clear_tool_results",) and res.summary == "" and res.cut_index is None
+    assert len(res.messages) == len(msgs)
+    assert "characters cleared" in res.messages[2].tool_results[0].text
+    assert res.messages[3:] == msgs[3:]
+    assert events[-1].kind == "compaction.failed"
+
+
+async def test_cancellation_propagates(ws: Workspace) -> None:
+    comp, _ = compactor(ws, ScriptedModel([asyncio.CancelledError()]))
+    with pytest.raises(asyncio.CancelledError):
+        await comp.compact_if_needed(chat(12), session_id="s1")
+
+
+async def test_bad_session_id_is_a_clear_error(ws: Workspace) -> None:
+    comp, _ = compactor(ws, ScriptedModel([]))
+    with pytest.raises(SessionLogError):
+        await comp.compact_if_needed(chat(2), session_id="../escape")
