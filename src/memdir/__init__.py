@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+from memdir.compaction import (
+    ClearToolResultsConfig,
+    CompactionConfig,
+    CompactionEvent,
+    CompactionResult,
+    ConversationCompactor,
+    TruncateArgsConfig,
+    is_context_overflow,
+)
 from memdir.errors import (
     ConfigError,
     ContextOverflowError,
@@ -50,9 +59,14 @@ __version__ = "0.1.0"
 __all__ = [
     "SUMMARY_NAME",
     "ChatModel",
+    "ClearToolResultsConfig",
+    "CompactionConfig",
+    "CompactionEvent",
+    "CompactionResult",
     "ConfigError",
     "ConsolidationResult",
     "ContextOverflowError",
+    "ConversationCompactor",
     "EstimatingCounter",
     "ExactCounter",
     "FlushResult",
@@ -84,11 +98,13 @@ __all__ = [
     "ToolResultEvictor",
     "ToolSpec",
     "ToolUseBlock",
+    "TruncateArgsConfig",
     "Usage",
     "UsageAnchor",
     "Workspace",
     "WorkspaceError",
     "__version__",
     "default_counter",
+    "is_context_overflow",
     "redact",
 ]
