@@ -256,10 +256,12 @@ class Run:
         outcome = await self._summarize(model, to_summarize, fallback=False)
         stage = "summary"
         hard = cfg.hard_limit(getattr(self.c.model, "context_window", None))
-        if outcome.text is None and hard is not None and self.tokens >= hard:
+        # Past the hard limit, or forced (the provider already refused the request), leaving
+        # the context as it is would only fail again: an extractive summary is better.
+        if outcome.text is None and (self.force or (hard is not None and self.tokens >= hard)):
             from memdir.models import ExtractiveModel
 
-            log.warning("%s; over the hard limit: using an extractive summary", outcome.reason)
+            log.warning("%s; using an extractive summary instead", outcome.reason)
             model = ExtractiveModel()
             outcome = await self._summarize(model, to_summarize, fallback=True)
             stage = "extractive_summary"

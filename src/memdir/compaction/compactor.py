@@ -12,7 +12,8 @@ request after each and stopping as soon as it is under the triggers:
 Every stage writes the originals of what it changes to ``sessions/<session_id>.log.jsonl``
 *before* the context changes; if that write fails the stage is not applied. If the summary call
 fails, the context is left as the cheap passes made it, unless the request is over the model's
-hard limit, in which case an extractive summary (no model call) is used. Nothing is ever
+hard limit or compaction was forced, in which case an extractive summary (no model call) is
+used. Nothing is ever
 replaced by an error message.
 """
 
