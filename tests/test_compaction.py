@@ -434,3 +434,15 @@ async def test_events_report_counts_span_and_survive_failing_listeners(ws: Works
     assert done.reason == "messages" and done.model == "rounds" and done.latency_s >= 0
     # events never carry message text
     assert "question" not in json.dumps([str(e) for e in got])
+
+
+async def test_token_pressure_also_caps_a_tail_that_is_itself_too_big(ws: Workspace) -> None:
+    # keep_messages=4, but the last four messages alone are over the token trigger
+    msgs = [*chat(6), *(Msg.user(f"log {i}: " + "error trace line " * 300) for i in range(4))]
+    config = CompactionConfig(trigger_messages=0, trigger_tokens=3_000, keep_messages=4)
+    comp = ConversationCompactor(Rounds().model, ws, config)
+    assert comp.counter.count_messages(msgs[-4:]) > 3_000
+    res = await comp.compact_if_needed(msgs, session_id="s1")
+    assert res is not None and res.tokens_after < 3_000
+    assert res.messages[-1] == msgs[-1]
+    assert await comp.compact_if_needed(res.messages, session_id="s1") is None

@@ -71,24 +71,27 @@ def tail_start(
     keep_messages: int,
     keep_tokens: int,
     count_message: Callable[[Msg], int],
+    max_tokens: int = 0,
 ) -> int:
     """Where the kept tail begins before pairing is considered.
 
     With ``keep_tokens > 0`` the tail is the longest run of newest messages whose estimates sum
     to at most ``keep_tokens`` (at least one message, even an oversized one); otherwise it is
-    the newest ``keep_messages`` messages.
+    the newest ``keep_messages`` messages, further cut to ``max_tokens`` when that is > 0.
     """
     n = len(msgs)
-    if keep_tokens > 0:
+    budget = keep_tokens if keep_tokens > 0 else max_tokens
+    start = max(0, n - keep_messages) if keep_tokens <= 0 else 0
+    if budget > 0:
         total = 0
-        start = n
-        for i in range(n - 1, -1, -1):
+        by_tokens = n
+        for i in range(n - 1, start - 1, -1):
             total += count_message(msgs[i])
-            if total > keep_tokens:
+            if total > budget:
                 break
-            start = i
-        return min(start, n - 1) if n else 0
-    return max(0, n - keep_messages)
+            by_tokens = i
+        start = max(start, min(by_tokens, n - 1)) if n else 0
+    return start
 
 
 def latest_user_index(msgs: Sequence[Msg]) -> int | None:

@@ -49,14 +49,20 @@ def plan_summary(
     keep_messages: int,
     keep_tokens: int,
     count_message: Callable[[Msg], int],
+    max_tail_tokens: int = 0,
 ) -> SummaryPlan | None:
     """Split ``msgs`` for a summary, or ``None`` when nothing before the tail can be summarised.
 
     The cut never separates a tool call from any of its results. The newest real user message
     is always kept verbatim: when it falls before the cut it is moved right after the summary.
+    ``max_tail_tokens`` (message mode only) also caps the tail's tokens.
     """
     desired = tail_start(
-        msgs, keep_messages=keep_messages, keep_tokens=keep_tokens, count_message=count_message
+        msgs,
+        keep_messages=keep_messages,
+        keep_tokens=keep_tokens,
+        count_message=count_message,
+        max_tokens=max_tail_tokens,
     )
     cut = safe_cut(msgs, desired)
     if cut <= 0:

@@ -180,6 +180,7 @@ class Run:
                 keep_messages=keep_messages,
                 keep_tokens=keep_tokens,
                 count_message=self.c.counter.count_message,
+                max_tail_tokens=self.c.tail_cap(reason, system=self.system, tools=self.tools),
             )
             if plan is None:
                 raise _Failed("nothing before the kept tail can be summarised")

@@ -179,6 +179,26 @@ class ConversationCompactor:
             return "tokens"
         return None
 
+    def tail_cap(
+        self,
+        reason: str | None,
+        *,
+        system: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+    ) -> int:
+        """The token cap on the kept tail for a compaction started by ``reason`` (0: none).
+
+        Under token pressure a tail of ``keep_messages`` may itself be over the limit, and every
+        later call would compact again; in message mode the tail is then also capped at half of
+        the token limit left after the system prompt and tools.
+        """
+        hard = self.config.hard_limit(getattr(self.model, "context_window", None))
+        limits = [x for x in (self.config.trigger_tokens, hard) if x]
+        if reason not in ("tokens", "hard_limit", "forced") or not limits:
+            return 0
+        overhead = self.counter.count_request([], system=system, tools=tools)
+        return max(1, (min(limits) - overhead) // 2)
+
     def _truncate_due(self, count: int, tokens: int) -> bool:
         ta = self.config.truncate_args
         if ta is None:
@@ -212,6 +232,7 @@ class ConversationCompactor:
             keep_messages=self.config.keep_messages if keep_messages is None else keep_messages,
             keep_tokens=self.config.keep_tokens if keep_tokens is None else keep_tokens,
             count_message=self.counter.count_message,
+            max_tail_tokens=self.tail_cap(reason, system=system, tools=tools),
         )
         if split is None:
             return CompactionPlan(
