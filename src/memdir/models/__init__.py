@@ -1,4 +1,9 @@
-"""Language models behind one narrow protocol, :class:`ChatModel`."""
+"""Language models behind one narrow protocol, :class:`ChatModel`.
+
+Adapters: :class:`OpenAIChatModel` (any OpenAI-compatible server), :class:`AnthropicModel`,
+and :class:`ExtractiveModel` (offline, no LLM). :func:`model_from_string` builds one from
+``"openai:gpt-4o-mini"``, ``"anthropic:claude-…"``, ``"extractive"`` and similar strings.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,12 @@ from memdir.models._base import (
     Usage,
     request_task,
 )
+from memdir.models._http import RetryPolicy
+from memdir.models._registry import PROVIDERS, model_from_string
+from memdir.models._windows import known_context_window
+from memdir.models.anthropic import AnthropicModel
+from memdir.models.extractive import NO_REPLY, ExtractiveModel
+from memdir.models.openai import OpenAIChatModel
 
 __all__ = [
     "CURRENT_KEY",
@@ -22,10 +33,18 @@ __all__ = [
     "KNOWN_KEY",
     "MAX_CHARS_KEY",
     "MESSAGES_KEY",
+    "NO_REPLY",
+    "PROVIDERS",
     "TASK_KEY",
+    "AnthropicModel",
     "ChatModel",
+    "ExtractiveModel",
     "ModelResponse",
+    "OpenAIChatModel",
+    "RetryPolicy",
     "ToolSpec",
     "Usage",
+    "known_context_window",
+    "model_from_string",
     "request_task",
 ]

@@ -1,0 +1,287 @@
+"""Text heuristics shared by the extractive model: sentences, tokens, cue words, artifacts.
+
+Everything here is deterministic and language-aware for English and Chinese; nothing calls a
+model. The cue lists are deliberately conservative: a missed fact stays in the ledger and the
+session log, a wrong one pollutes memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from memdir.messages import ToolUseBlock
+
+__all__ = [
+    "Artifact",
+    "artifacts_in_call",
+    "artifacts_in_text",
+    "clip",
+    "cue_kind",
+    "cue_kinds",
+    "has_cjk",
+    "near_duplicate",
+    "sentences",
+    "tokens",
+]
+
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+# Sentence ends: Latin punctuation followed by a space, CJK punctuation, or a line break.
+_SENT_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；;])|\n+")
+_TOKEN = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?|[\u3400-\u9fff]")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._'-]*")
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` contains Chinese (CJK ideograph) characters."""
+    return bool(_CJK.search(text))
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1].rstrip() + "…"
+
+
+def sentences(text: str) -> list[str]:
+    """Prose sentences of ``text`` (fenced code left out), whitespace-normalised."""
+    prose = _FENCE.sub("\n", text)
+    out = []
+    for part in _SENT_END.split(prose):
+        sentence = " ".join(part.split()).strip(" -*•>")
+        if sentence:
+            out.append(sentence)
+    return out
+
+
+@functools.lru_cache(maxsize=8192)
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(_TOKEN.findall(text.casefold()))
+
+
+def tokens(text: str) -> list[str]:
+    """Comparable tokens: lower-cased Latin words and single CJK characters."""
+    return list(_tokens(text))
+
+
+# -- cue words -------------------------------------------------------------------------------
+
+_CUES: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "remember",
+        re.compile(
+            r"\b(?:remember|don'?t forget|note that|keep in mind|for future reference)\b"
+            r"|记住|记得|别忘|不要忘|备忘",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "preference",
+        re.compile(
+            r"\bi (?:really )?(?:prefer|like|love|enjoy|hate|dislike|can'?t stand)\b"
+            r"|\bi (?:don'?t|do not) (?:like|want|use)\b|\bmy favou?rite\b|\bprefer(?:s|red)?\b"
+            r"|偏好|喜欢|爱喝|爱吃|讨厌|不喜欢|最爱|习惯用|倾向于",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "decision",
+        re.compile(
+            r"\b(?:we|i|let'?s|they) (?:decided|agreed|chose|settled on|will go with|will use)\b"
+            r"|\b(?:decided|decision|agreed) (?:to|on|that)\b|\blet'?s (?:go with|use)\b"
+            r"|决定|确定|选定|选用|采用|改用|定下|同意",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "person",
+        re.compile(
+            r"\bmy name is\b|\bcall me\b|\bi'?m called\b"
+            r"|\bmy (?:wife|husband|partner|son|daughter|manager|boss|colleague|friend|"
+            r"mother|father|mom|dad|sister|brother|team ?lead|dentist|doctor)\b"
+            r"|我叫|我的名字|叫我|我的(?:妻子|丈夫|老婆|老公|经理|老板|同事|朋友|妈妈|爸爸|儿子|女儿)",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "deadline",
+        re.compile(
+            r"\b(?:deadline|due (?:on|by|date)|by (?:monday|tuesday|wednesday|thursday|friday|"
+            r"saturday|sunday|tomorrow|next week|end of)|launch(?:es)? on|release date)\b"
+            r"|截止|截至|到期|之前(?:完成|交付|提交)|上线|发布日期|交付",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "commitment",
+        re.compile(
+            r"\b(?:i|we) (?:will|'ll|promise|must|need to|have to)\b|\bi'll\b|\bwe'll\b"
+            r"|\b(?:always|never) (?:use|do|run|call|send|write)\b"
+            r"|承诺|答应|必须|务必|一定要|不要|不能|总是|永远不",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "fact",
+        re.compile(
+            r"\bi (?:live|work|study) (?:in|at|for)\b|\bi'?m (?:a|an) \w+|\bmy \w+ (?:is|are)\b"
+            r"|我住在|我在.{1,12}(?:工作|上班|读书)|我是|我的.{1,8}是",
+            re.IGNORECASE,
+        ),
+    ),
+]
+
+
+def cue_kinds(sentence: str) -> list[str]:
+    """Every durable-fact cue in ``sentence``, in the order of :func:`cue_kind`."""
+    return [kind for kind, pattern in _CUES if pattern.search(sentence)]
+
+
+def cue_kind(sentence: str) -> str | None:
+    """The first durable-fact cue in ``sentence``: ``remember``, ``preference``, ``decision``,
+    ``person``, ``deadline``, ``commitment``, ``fact`` — or ``None``."""
+    for kind, pattern in _CUES:
+        if pattern.search(sentence):
+            return kind
+    return None
+
+
+# -- near duplicates -------------------------------------------------------------------------
+
+
+def _protected(text: str) -> set[str]:
+    """Tokens that name things (capitalised mid-sentence, with digits, single letters)."""
+    words = _WORD.findall(text)
+    out = set()
+    for i, word in enumerate(words):
+        if any(c.isdigit() for c in word) or len(word) == 1 or (i > 0 and word[0].isupper()):
+            out.update(tokens(word))
+    return out
+
+
+def near_duplicate(a: str, b: str) -> bool:
+    """Whether two facts say the same thing about the same subject.
+
+    True when one contains the other, or when they share their opening (subject and verb),
+    overlap strongly, and differ only in common words — never when they differ in a name,
+    number or identifier ("project A" vs "project B" are different facts).
+    """
+    ta, tb = tokens(a), tokens(b)
+    if not ta or not tb:
+        return False
+    ja, jb = " ".join(ta), " ".join(tb)
+    if len(ta) >= 3 and len(tb) >= 3 and (ja in jb or jb in ja):
+        return True
+    opening = 3 if has_cjk(a) else 2  # subject + verb: two words, or three characters
+    if ta[:opening] != tb[:opening]:
+        return False
+    sa, sb = set(ta), set(tb)
+    # Short facts need more overlap: "I like tea" and "I like coffee" are both true.
+    if len(sa & sb) / len(sa | sb) < (0.6 if len(sa | sb) >= 6 else 0.75):
+        return False
+    return not ((sa ^ sb) & (_protected(a) | _protected(b)))
+
+
+# -- artifacts -------------------------------------------------------------------------------
+
+Artifact = tuple[str, str]
+"""``(kind, value)`` with kind ``file``, ``url``, ``command`` or ``id``."""
+
+_URL = re.compile(r"https?://[^\s<>\"'`)\]}，。、；）]+")
+_EXT = (
+    r"py|pyi|md|txt|rst|json|jsonl|ya?ml|toml|ini|cfg|conf|env|js|mjs|ts|tsx|jsx|go|rs|java|kt|"
+    r"c|h|cc|cpp|hpp|cs|rb|php|sh|bash|zsh|sql|html?|css|scss|csv|tsv|log|lock|xml|ipynb|pdf|"
+    r"png|jpe?g|gif|svg|docx?|xlsx?|pptx?|zip|tar|gz|db|sqlite"
+)
+_P = r"[A-Za-z0-9_.@+-]"  # path characters (ASCII: CJK text around a path is not part of it)
+_NOT_BEFORE = r"(?<![A-Za-z0-9_/.:@+-])"
+_PATH = re.compile(
+    _NOT_BEFORE + r"(?:~/|\.{1,2}/|/)?(?:" + _P + r"+/)*" + _P + r"+\.(?:" + _EXT + r")"
+    r"(?![A-Za-z0-9_])"
+    r"|" + _NOT_BEFORE + r"(?:~/|\.{1,2}/|/)(?:" + _P + r"+/)*" + _P + r"+/?"
+)
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
+_SHA = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+_ISSUE = re.compile(r"(?<![\w&])#\d{1,7}\b")
+_BACKTICK = re.compile(r"`([^`\n]{2,200})`")
+_DOLLAR = re.compile(r"^\s*\$ (.{2,200})$", re.MULTILINE)
+_COMMAND_WORDS = (
+    "git python python3 pip pip3 pytest uv uvx npm npx yarn pnpm node make cmake docker "
+    "kubectl helm cargo go rustc ruff mypy curl wget ls cd cat grep rg sed awk find mkdir rm "
+    "cp mv chmod ssh scp bash sh zsh memdir brew apt apt-get systemctl psql sqlite3 mvn "
+    "gradle java tar unzip export source sudo"
+)
+_COMMANDS = frozenset(_COMMAND_WORDS.split())
+_PATH_KEYS = frozenset({"path", "file", "file_path", "filepath", "filename", "dir", "directory"})
+_URL_KEYS = frozenset({"url", "uri", "link", "href", "endpoint"})
+_COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell"})
+
+
+def _looks_like_path(candidate: str) -> bool:
+    body = candidate.strip("/")
+    if not body or not re.search(r"[A-Za-z]", body):
+        return False  # dates such as 2026/11/30, fractions
+    return "/" in body or "." in body.rsplit("/", 1)[-1] or candidate.startswith(("~/", "./"))
+
+
+def artifacts_in_text(text: str) -> list[Artifact]:
+    """File paths, URLs, commands and ids mentioned in ``text``, in order of appearance."""
+    found: list[tuple[int, Artifact]] = []
+    for match in _BACKTICK.finditer(text):
+        first = match.group(1).split(maxsplit=1)[0]
+        if first in _COMMANDS:
+            found.append((match.start(), ("command", match.group(1).strip())))
+    for match in _DOLLAR.finditer(text):
+        found.append((match.start(), ("command", match.group(1).strip())))
+    for match in _URL.finditer(text):
+        found.append((match.start(), ("url", match.group(0).rstrip(".,;:!?'\""))))
+    without_urls = _URL.sub(lambda m: " " * len(m.group(0)), text)
+    for match in _PATH.finditer(without_urls):
+        value = match.group(0).rstrip(".,;:")
+        if _looks_like_path(value):
+            found.append((match.start(), ("file", value)))
+    for pattern in (_UUID, _SHA, _ISSUE):
+        for match in pattern.finditer(without_urls):
+            found.append((match.start(), ("id", match.group(0))))
+    found.sort(key=lambda item: item[0])
+    return [artifact for _, artifact in found]
+
+
+def artifacts_in_call(call: ToolUseBlock) -> list[Artifact]:
+    """Artifacts named in a tool call's arguments (keys such as ``path``, ``url``, ``command``)."""
+    out: list[Artifact] = []
+    for key, value in _walk(call.input):
+        low = key.lower()
+        if isinstance(value, str) and value.strip():
+            value = value.strip()
+            if low in _PATH_KEYS or low.endswith(("_path", "_file")):
+                out.append(("file", clip(value, 200)))
+            elif low in _URL_KEYS:
+                out.append(("url", clip(value, 300)))
+            elif low in _COMMAND_KEYS:
+                out.append(("command", clip(value, 200)))
+            elif (low == "id" or low.endswith(("_id", "id"))) and len(value) <= 80:
+                out.append(("id", value))
+            else:
+                out.extend(artifacts_in_text(value))
+        elif isinstance(value, int | float) and not isinstance(value, bool) and low.endswith("id"):
+            out.append(("id", json.dumps(value)))
+    return out
+
+
+def _walk(data: Mapping[str, Any], depth: int = 0) -> Iterable[tuple[str, Any]]:
+    for key, value in data.items():
+        if isinstance(value, Mapping) and depth < 3:
+            yield from _walk(value, depth + 1)
+        elif isinstance(value, list) and depth < 3:
+            for item in value[:50]:
+                if isinstance(item, Mapping):
+                    yield from _walk(item, depth + 1)
+                else:
+                    yield str(key), item
+        else:
+            yield str(key), value

@@ -1,0 +1,198 @@
+"""HTTP plumbing shared by the provider adapters: retries, timeouts, error mapping."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from memdir.errors import ContextOverflowError, ModelError
+
+__all__ = ["RetryPolicy", "error_message", "is_overflow", "post_json"]
+
+# Statuses worth another attempt: rate limits, overload and transient server failures.
+# (529 is Anthropic's "overloaded".)
+_RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+# How providers say "the request did not fit". Matched case-insensitively against the error
+# body; only for non-429 failures, because rate-limit messages also talk about tokens.
+_OVERFLOW = re.compile(
+    "|".join(
+        [
+            r"context[_ ]length[_ ]exceeded",  # OpenAI code
+            r"maximum context length",  # OpenAI, vLLM, DeepSeek, OpenRouter
+            r"exceeds? the context window",  # OpenAI (newer wording)
+            r"exceeds? the available context size",  # llama.cpp server
+            r"exceed_context_size_error",  # llama.cpp server error type
+            r"input length exceeds the (?:maximum )?context length",  # Ollama
+            r"input exceeds (?:the )?context length",  # Ollama runner
+            r"greater than the context length",  # LM Studio
+            r"range of input length should be",  # DashScope
+            r"input (?:length|tokens?) (?:exceeds?|is too long)",  # DashScope, Bedrock variants
+            r"input token count.{0,40}exceeds the maximum",  # Gemini (OpenAI-compatible)
+            r"maximum prompt length is \d+",  # xAI
+            r"reduce the length of the messages",  # Groq, vLLM
+            r"prompt is too long",  # Anthropic
+            r"request_too_large",  # Anthropic 413
+            r"context window exceeds limit",  # MiniMax
+            r"token limit exceeded",
+        ]
+    ),
+    re.IGNORECASE,
+)
+
+_sleep = asyncio.sleep  # patched by tests to observe back-off without waiting
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """How a provider adapter retries rate limits and transient failures.
+
+    Attributes:
+        max_retries: extra attempts after the first (0 disables retrying).
+        initial_backoff: seconds before the first retry; doubled each time, with jitter.
+        max_backoff: upper bound of one wait, also for a server's ``Retry-After``.
+    """
+
+    max_retries: int = 3
+    initial_backoff: float = 1.0
+    max_backoff: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0 or self.initial_backoff < 0 or self.max_backoff < 0:
+            raise ValueError("RetryPolicy values must be non-negative")
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_backoff)
+        base = self.initial_backoff * 2.0 ** (attempt - 1)
+        return min(base * (0.5 + random.random() / 2), self.max_backoff)
+
+
+def error_message(body: object) -> str:
+    """The human message inside a provider's error body (best effort, one line)."""
+    text: object = body
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, Mapping):
+            text = err.get("message") or err.get("msg") or err.get("type") or err
+        elif err is not None:
+            text = err
+        if text is body and "message" in body:
+            text = body["message"]
+        if text is body and "detail" in body:
+            text = body["detail"]
+    if not isinstance(text, str):
+        text = json.dumps(text, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def is_overflow(status_code: int | None, body: object) -> bool:
+    """Whether a failed response says the request exceeded the context window."""
+    if status_code == 413:
+        return True
+    if status_code == 429:
+        return False
+    haystack = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False, default=str)
+    return bool(_OVERFLOW.search(haystack))
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    # OpenAI also sends "retry-after-ms"; both are optional hints.
+    for header, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = response.headers.get(header)
+        if value is not None:
+            try:
+                return float(value) * scale
+            except ValueError:
+                continue
+    return None
+
+
+def _body(response: httpx.Response) -> object:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+async def post_json(
+    client: httpx.AsyncClient | None,
+    url: str,
+    payload: Mapping[str, Any],
+    *,
+    headers: Mapping[str, str],
+    provider: str,
+    retry: RetryPolicy,
+    timeout: float,
+) -> dict[str, Any]:
+    """POST ``payload`` and return the JSON answer, retrying transient failures.
+
+    Raises:
+        ContextOverflowError: the provider said the request was too long.
+        ModelError: any other failure, after the retries are spent.
+    """
+    if client is None:
+        # No shared client: one per request, so nothing is tied to a finished event loop.
+        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0)) as own:
+            return await post_json(
+                own, url, payload, headers=headers, provider=provider, retry=retry, timeout=timeout
+            )
+    attempt = 0
+    while True:
+        try:
+            response = await client.post(url, json=payload, headers=dict(headers), timeout=timeout)
+        except httpx.TimeoutException as exc:
+            failure = ModelError(f"{provider} did not answer within {timeout:g}s ({url})")
+            failure.__cause__ = exc
+            retry_after = None
+        except httpx.TransportError as exc:
+            failure = ModelError(f"cannot reach {provider} at {url}: {exc or type(exc).__name__}")
+            failure.__cause__ = exc
+            retry_after = None
+        else:
+            if response.is_success:
+                body = _body(response)
+                if isinstance(body, dict) and set(body) != {"error"}:
+                    return body
+                if is_overflow(response.status_code, body):
+                    raise ContextOverflowError(
+                        f"{provider}: request exceeds the context window: {error_message(body)}",
+                        status_code=response.status_code,
+                        body=body,
+                    )
+                raise ModelError(
+                    f"{provider} returned an unusable answer: {error_message(body)}",
+                    status_code=response.status_code,
+                    body=body,
+                )
+            body = _body(response)
+            status = response.status_code
+            if is_overflow(status, body):
+                raise ContextOverflowError(
+                    f"{provider}: request exceeds the context window: {error_message(body)}",
+                    status_code=status,
+                    body=body,
+                )
+            failure = ModelError(
+                f"{provider} returned HTTP {status}: {error_message(body)}",
+                status_code=status,
+                body=body,
+            )
+            if status not in _RETRY_STATUSES:
+                raise failure
+            retry_after = _retry_after(response)
+        attempt += 1
+        if attempt > retry.max_retries:
+            if attempt > 1:
+                failure.args = (f"{failure.args[0]} (after {attempt} attempts)",)
+            raise failure
+        await _sleep(retry.delay(attempt, retry_after))

@@ -1,0 +1,186 @@
+"""A :class:`~memdir.models.ChatModel` for any OpenAI-compatible chat-completions server.
+
+Works with OpenAI itself and with servers that speak the same protocol: vLLM, Ollama
+(``http://localhost:11434/v1``), the llama.cpp server, DashScope compatible mode, DeepSeek,
+OpenRouter and others. Requests are plain JSON over :mod:`httpx`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from memdir.errors import ConfigError, ModelError
+from memdir.messages import (
+    MessageFormatError,
+    Msg,
+    from_openai,
+    repair_tool_pairing,
+    to_openai,
+)
+from memdir.models._base import ModelResponse, ToolSpec, Usage
+from memdir.models._http import RetryPolicy, post_json
+from memdir.models._windows import known_context_window
+
+__all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIChatModel"]
+
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAIChatModel:
+    """Chat completions against an OpenAI-compatible server.
+
+    Args:
+        model: the model name the server knows (``"gpt-4o-mini"``, ``"qwen-plus"``,
+            ``"llama3.1:8b"``…).
+        base_url: the API root (ending in ``/v1`` for most servers); default
+            ``$OPENAI_BASE_URL`` or OpenAI's.
+        api_key: the bearer token; default ``$OPENAI_API_KEY``. Required for OpenAI's own
+            endpoint; optional for other servers (local ones usually need none).
+        context_window: the context size in tokens; default from a table of known models.
+        client: an :class:`httpx.AsyncClient` to send requests with (connection reuse, proxies,
+            tests with :class:`httpx.MockTransport`). Without one, each call opens its own.
+        timeout: seconds to wait for one answer.
+        retry: how rate limits (429) and transient 5xx/network failures are retried.
+        extra_body: more request fields (``temperature``, ``top_p``, provider options).
+        max_tokens_field: the name of the output-cap field; default ``max_completion_tokens``
+            for OpenAI and ``max_tokens`` (what other servers accept) otherwise.
+
+    Raises:
+        ConfigError: no API key for OpenAI's endpoint.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        context_window: int | None = None,
+        client: httpx.AsyncClient | None = None,
+        timeout: float = 120.0,
+        retry: RetryPolicy | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        max_tokens_field: str | None = None,
+    ) -> None:
+        if not model:
+            raise ConfigError("OpenAIChatModel needs a model name, e.g. 'gpt-4o-mini'")
+        self.model = model
+        self.base_url = (
+            base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+        ).rstrip("/")
+        self.api_key = (
+            api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        ) or None
+        is_openai = httpx.URL(self.base_url).host == "api.openai.com"
+        if is_openai and not self.api_key:
+            raise ConfigError(
+                "OPENAI_API_KEY is not set: export it, pass api_key=, or use --model extractive"
+            )
+        self.name = f"openai:{model}"
+        self.context_window = (
+            context_window if context_window is not None else known_context_window(model)
+        )
+        self._client = client
+        self._timeout = timeout
+        self._retry = retry or RetryPolicy()
+        self._extra = dict(extra_body or {})
+        self._max_tokens_field = max_tokens_field or (
+            "max_completion_tokens" if is_openai else "max_tokens"
+        )
+
+    def build_payload(
+        self,
+        messages: Sequence[Msg],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        system: str | None = None,
+        max_output_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        """The JSON body :meth:`generate` sends (useful for debugging and token counting)."""
+        msgs = list(messages)
+        if system:
+            msgs.insert(0, Msg.system(system))
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai(repair_tool_pairing(msgs)),
+        }
+        if tools:
+            payload["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in tools
+            ]
+        if max_output_tokens is not None:
+            payload[self._max_tokens_field] = max_output_tokens
+        payload.update(self._extra)
+        return payload
+
+    async def generate(
+        self,
+        messages: Sequence[Msg],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        system: str | None = None,
+        max_output_tokens: int | None = None,
+    ) -> ModelResponse:
+        """Send one chat-completions request and parse the first choice.
+
+        Raises:
+            ContextOverflowError: the server said the request exceeds the context window.
+            ModelError: any other failure (after bounded retries for 429/5xx/network errors).
+        """
+        payload = self.build_payload(
+            messages, tools=tools, system=system, max_output_tokens=max_output_tokens
+        )
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        body = await post_json(
+            self._client,
+            f"{self.base_url}/chat/completions",
+            payload,
+            headers=headers,
+            provider=self.name,
+            retry=self._retry,
+            timeout=self._timeout,
+        )
+        return _parse_response(body, self.name)
+
+
+def _parse_response(body: Mapping[str, Any], provider: str) -> ModelResponse:
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise ModelError(f"{provider} answered without choices", body=dict(body))
+    choice = choices[0]
+    raw = choice.get("message")
+    if not isinstance(raw, Mapping):
+        raise ModelError(f"{provider} answered without a message", body=dict(body))
+    try:
+        (message,) = from_openai([{**raw, "role": "assistant"}])
+    except MessageFormatError as exc:
+        raise ModelError(f"{provider} sent a malformed message: {exc}", body=dict(body)) from exc
+    usage = body.get("usage")
+    return ModelResponse(
+        message=message,
+        usage=Usage(
+            input_tokens=_int(usage.get("prompt_tokens")),
+            output_tokens=_int(usage.get("completion_tokens")),
+        )
+        if isinstance(usage, Mapping)
+        else None,
+        stop_reason=choice.get("finish_reason"),
+    )
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
