@@ -81,7 +81,9 @@ def _recall(ranked: list[str], relevant: set[str], k: int) -> float:
     return len(relevant.intersection(ranked[:k])) / len(relevant)
 
 
-def score_query(ranked: list[str], relevant: set[str], session_of: dict[str, str]) -> dict[str, float]:
+def score_query(
+    ranked: list[str], relevant: set[str], session_of: dict[str, str]
+) -> dict[str, float]:
     """Metrics of one ranked doc list against the relevant doc ids."""
     first = next((i for i, doc in enumerate(ranked[:LIMIT]) if doc in relevant), None)
     sessions = list(dict.fromkeys(session_of[doc] for doc in ranked))
@@ -196,15 +198,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write per-query results here")
     parser.add_argument("--limit-corpora", type=int, help="only the first N corpora")
     parser.add_argument("--ablate", default="", help="ranking features to switch off (comma list)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a ranking parameter"
+    )
     args = parser.parse_args(argv)
-    if args.ablate:
+    if args.ablate or args.set:
         from memdir.index import _rank
 
-        off = {name.strip(): False for name in args.ablate.split(",") if name.strip()}
-        unknown = set(off) - {f.name for f in dataclasses.fields(_rank.RankConfig)}
+        changes: dict[str, Any] = {n.strip(): False for n in args.ablate.split(",") if n.strip()}
+        fields = {f.name: f for f in dataclasses.fields(_rank.RankConfig)}
+        for item in args.set:
+            name, _, value = item.partition("=")
+            if name not in fields:
+                parser.error(f"unknown ranking parameter: {name}")
+            changes[name] = type(getattr(_rank.DEFAULT, name))(value)
+        unknown = set(changes) - set(fields)
         if unknown:
             parser.error(f"unknown ranking features: {', '.join(sorted(unknown))}")
-        _rank.DEFAULT = dataclasses.replace(_rank.DEFAULT, **off)
+        _rank.DEFAULT = dataclasses.replace(_rank.DEFAULT, **changes)
+        print(f"ranking: {_rank.DEFAULT}")
     result = run(args.file, limit_corpora=args.limit_corpora)
     _print(result)
     if args.json:

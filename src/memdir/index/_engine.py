@@ -65,6 +65,7 @@ class StoredRow:
     file: FileInfo
     line_number: int
     line_end: int
+    head: int  # line of the heading above (0: none); equal values = same section
     heading: str | None
     content: str
 
@@ -100,17 +101,26 @@ class Engine(Protocol):
     def reset(self) -> None:
         """Drop every row (a full rebuild follows)."""
 
-    def doc_count(self) -> int:
-        """Number of units in the index."""
+    def newest_day(self) -> int | None:
+        """The most recent ledger date in the index (proleptic ordinal), if any."""
 
-    def term_counts(self, phrases: Sequence[str], cap: int) -> list[int]:
-        """Document frequency of each FTS5 phrase, counted up to ``cap``."""
+    def totals(self) -> tuple[int, float]:
+        """``(rows, average tokens per row)`` of the whole index."""
+
+    def vocab_counts(self, tokens: Sequence[str]) -> dict[str, int]:
+        """Rows containing each stemmed token (absent tokens are left out)."""
+
+    def count(self, expression: str, cap: int) -> int:
+        """Rows matching an FTS5 expression, counted up to ``cap``."""
 
     def rank(self, expression: str, limit: int) -> list[tuple[int, float]]:
         """``(rowid, bm25)`` of the best ``limit`` rows for an FTS5 expression (lower = better)."""
 
     def rowids(self, expression: str, limit: int) -> list[int]:
         """Up to ``limit`` row ids matching an FTS5 expression, newest files first, unranked."""
+
+    def neighbors(self, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+        """The previous and next unit of the same file for each row id."""
 
     def fetch(self, rowids: Sequence[int]) -> list[StoredRow]:
         """The stored rows for ``rowids`` (missing ids are skipped), in no particular order."""

@@ -29,18 +29,18 @@ __all__ = ["MAX_QUERY_CHARS", "MAX_TERMS", "Term", "analyze_query"]
 
 MAX_QUERY_CHARS = 4_000
 """Only this much of a query is analysed (a 10 kB paste is still answered, quickly)."""
-MAX_TERMS = 32
-"""At most this many distinct terms are searched; the rest of a long query is ignored."""
+MAX_TERMS = 64
+"""At most this many distinct terms are kept; ranking then favours the rarest."""
 
 _WORD = f"(?:(?![{CJK_CHARS}])[^\\W_])+"
 _SEGMENTS = re.compile(
     f"(?P<han>[{HAN}]+)|(?P<hira>[{HIRAGANA}]+)|(?P<kata>[{KATAKANA}]+)|(?P<hangul>[{HANGUL}]+)"
     f"|(?P<word>{_WORD}(?:['’]{_WORD})?(?:[-./:@]{_WORD}(?:['’]{_WORD})?)*)"
-    r"|(?P<stop>[.?!。？！;；\n])"
+    r"|(?P<stop>[.?!。？！;；:：\n])"
 )
 _PART = re.compile(_WORD)
 _CLITICS = frozenset({"s", "t", "ll", "re", "ve", "d", "m"})
-_UNSAFE = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
+_UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +51,13 @@ class Term:
         tokens: case-folded tokens, in order (one per character for CJK words).
         stop: a function word, searched only when the query has nothing else.
         cjk: the term is written in CJK characters.
+        count: how often the term occurs in the query.
     """
 
     tokens: tuple[str, ...]
     stop: bool = False
     cjk: bool = False
+    count: int = 1
 
     @property
     def fts(self) -> str:
@@ -107,8 +109,8 @@ def _latin_term(text: str, *, sentence_start: bool) -> Term | None:
     if not parts:
         return None
     stop = len(parts) == 1 and parts[0] in EN_STOPWORDS
-    if stop and not sentence_start and text[:1].isupper():
-        stop = False  # a name or a month: "in May", "the US"
+    if stop and not sentence_start and len(text) > 1 and text[:1].isupper():
+        stop = False  # a name or a month: "in May", "the US" (but never "I")
     return Term(tuple(parts), stop=stop)
 
 
@@ -149,11 +151,12 @@ def analyze_query(query: str) -> list[Term]:
     for term in _terms(cleaned):
         known = seen.get(term.tokens)
         if known is None:
-            if len(seen) >= MAX_TERMS * 2:
-                break
-            seen[term.tokens] = term
-        elif known.stop and not term.stop:
-            seen[term.tokens] = term
+            if len(seen) < MAX_TERMS * 2:
+                seen[term.tokens] = term
+            continue
+        seen[term.tokens] = Term(
+            term.tokens, stop=known.stop and term.stop, cjk=term.cjk, count=known.count + 1
+        )
     content = [term for term in seen.values() if not term.stop][:MAX_TERMS]
     stops = [term for term in seen.values() if term.stop][: MAX_TERMS - len(content)]
     keep = {term.tokens for term in content + stops}

@@ -17,6 +17,27 @@ __all__ = ["SqliteEngine"]
 _CHUNK = 500  # ids per IN (...) list
 
 
+def _varints(data: bytes) -> list[int]:
+    """Decode SQLite's big-endian varints (as FTS5 writes its averages record)."""
+    out: list[int] = []
+    i = 0
+    while i < len(data):
+        value = 0
+        for n in range(9):
+            if i >= len(data):
+                return out
+            byte = data[i]
+            i += 1
+            if n == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        out.append(value)
+    return out
+
+
 def _file_range(file_id: int) -> tuple[int, int]:
     return file_id << LINE_BITS, (file_id + 1) << LINE_BITS
 
@@ -34,6 +55,9 @@ class SqliteEngine:
 
     def __init__(self, con: sqlite3.Connection) -> None:
         self._con = con
+        con.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_vocab USING fts5vocab(main, fts, row)"
+        )
         self._files_by_id: dict[int, FileInfo] | None = None
         self._data_version = -1
 
@@ -248,15 +272,40 @@ class SqliteEngine:
 
     # -- search -------------------------------------------------------------------------
 
-    def doc_count(self) -> int:
-        """Number of units in the index (kept per file, so this is cheap)."""
-        row = self._con.execute("SELECT coalesce(sum(units), 0) FROM files").fetchone()
-        return int(row[0])
+    def newest_day(self) -> int | None:
+        """The most recent ledger date in the index (proleptic ordinal), if any."""
+        days = [info.day for info in self._by_id().values() if info.day is not None]
+        return max(days) if days else None
 
-    def term_counts(self, phrases: Sequence[str], cap: int) -> list[int]:
-        """Document frequency of each FTS5 phrase, counted up to ``cap``."""
+    def totals(self) -> tuple[int, float]:
+        """``(rows, average tokens per row)`` from FTS5's own statistics record."""
+        row = self._con.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
+        if row is None or not row[0]:
+            return 0, 0.0
+        values = _varints(bytes(row[0]))
+        if len(values) < 2 or values[0] <= 0:
+            return 0, 0.0
+        return values[0], values[1] / values[0]
+
+    def vocab_counts(self, tokens: Sequence[str]) -> dict[str, int]:
+        """Rows containing each (stemmed) token, from the ``fts5vocab`` view; absent: 0."""
+        out: dict[str, int] = {}
+        unique = list(dict.fromkeys(tokens))
+        for i in range(0, len(unique), _CHUNK):
+            chunk = unique[i : i + _CHUNK]
+            out.update(
+                self._con.execute(
+                    "SELECT term, doc FROM temp.fts_vocab WHERE term IN "
+                    f"({','.join('?' * len(chunk))})",
+                    chunk,
+                )
+            )
+        return out
+
+    def count(self, expression: str, cap: int) -> int:
+        """Rows matching an FTS5 expression, counted up to ``cap``."""
         sql = "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)"
-        return [int(self._con.execute(sql, (p, cap)).fetchone()[0]) for p in phrases]
+        return int(self._con.execute(sql, (expression, cap)).fetchone()[0])
 
     def rank(self, expression: str, limit: int) -> list[tuple[int, float]]:
         """``(rowid, bm25)`` of the best ``limit`` rows (bm25: lower is better)."""
@@ -272,6 +321,25 @@ class SqliteEngine:
             (expression, limit),
         ).fetchall()
         return [row[0] for row in rows]
+
+    def neighbors(self, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+        """The previous and next unit of the same file for each row id."""
+        out: dict[int, tuple[int | None, int | None]] = {}
+        for i in range(0, len(rowids), _CHUNK // 3):
+            chunk = rowids[i : i + _CHUNK // 3]
+            params: list[int] = []
+            for rowid in chunk:
+                lo, hi = _file_range(rowid >> LINE_BITS)
+                params.extend((rowid, lo, hi))
+            values = ",".join("(?, ?, ?)" for _ in chunk)
+            rows = self._con.execute(
+                f"WITH q(id, lo, hi) AS (VALUES {values}) SELECT q.id,"
+                " (SELECT max(u.id) FROM units u WHERE u.id < q.id AND u.id >= q.lo),"
+                " (SELECT min(u.id) FROM units u WHERE u.id > q.id AND u.id < q.hi) FROM q",
+                params,
+            )
+            out.update((row[0], (row[1], row[2])) for row in rows)
+        return out
 
     def fetch(self, rowids: Sequence[int]) -> list[StoredRow]:
         """Stored rows for ``rowids`` (missing ids skipped), with file and heading."""
@@ -309,6 +377,7 @@ class SqliteEngine:
                     file=info,
                     line_number=rowid & mask,
                     line_end=end,
+                    head=head,
                     heading=headings.get((rowid & ~mask) | head) if head else None,
                     content=content,
                 )

@@ -12,6 +12,8 @@ matches the word anywhere, including 2-character terms inside longer words.
 from __future__ import annotations
 
 import re
+import unicodedata
+from functools import lru_cache
 
 __all__ = [
     "ANALYZER_VERSION",
@@ -20,6 +22,7 @@ __all__ = [
     "HANGUL",
     "HIRAGANA",
     "KATAKANA",
+    "fold",
     "index_body",
     "text_tokens",
 ]
@@ -57,6 +60,22 @@ def index_body(text: str) -> str:
     return _CONTROL.sub(" ", text)
 
 
+@lru_cache(maxsize=4096)
+def _fold_char(ch: str) -> str:
+    # unicode61 drops diacritics from Latin letters only (kana voicing marks stay).
+    if not "\u00c0" <= ch <= "\u024f" and not "\u1e00" <= ch <= "\u1eff":
+        return ch
+    return "".join(c for c in unicodedata.normalize("NFD", ch) if not unicodedata.combining(c))
+
+
+def fold(token: str) -> str:
+    """Case-fold a token and strip Latin diacritics, as ``unicode61 remove_diacritics 2``."""
+    token = token.lower()
+    if token.isascii():
+        return token
+    return "".join(_fold_char(ch) for ch in token)
+
+
 def text_tokens(text: str) -> list[str]:
-    """Case-folded tokens of ``text`` in order (one per CJK character), without stemming."""
-    return [token.lower() for token in _TOKEN.findall(text)]
+    """Folded tokens of ``text`` in order (one per CJK character), without stemming."""
+    return [fold(token) for token in _TOKEN.findall(text)]

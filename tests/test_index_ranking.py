@@ -1,0 +1,96 @@
+"""Ranking features and the Python stemmer that mirrors FTS5's."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator
+
+import pytest
+
+from memdir.index import MemoryIndex
+from memdir.index._porter import stem
+from memdir.workspace import Workspace
+
+
+@pytest.fixture
+def index(ws: Workspace) -> Iterator[MemoryIndex]:
+    with MemoryIndex(ws) as idx:
+        yield idx
+
+
+def test_python_stems_equal_sqlite_porter() -> None:
+    docs = " ".join(obj.__doc__ or "" for obj in (re, sqlite3, str, dict, list, pytest))
+    words = sorted(
+        set(re.findall(r"[a-z]+", docs.lower()))
+        | {
+            "running", "caresses", "ponies", "agreed", "plastered", "motoring", "hopping",
+            "filing", "happy", "relational", "conditional", "digitizer", "vileli", "analogousli",
+            "generalization", "operator", "feudalism", "hopefulness", "formaliti", "sensibiliti",
+            "triplicate", "formative", "electrical", "revival", "allowance", "inference",
+            "airliner", "adjustable", "replacement", "adoption", "homologou", "effective",
+            "bowdlerize", "probate", "controll", "roll", "archaeology", "skies", "dying",
+        }
+    )  # fmt: skip
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE VIRTUAL TABLE f USING fts5(x, tokenize='porter ascii')")
+    con.execute("CREATE VIRTUAL TABLE v USING fts5vocab(f, 'instance')")
+    con.executemany("INSERT INTO f(rowid, x) VALUES (?, ?)", list(enumerate(words)))
+    sqlite_stems = dict(con.execute("SELECT doc, term FROM v"))
+    assert [stem(w) for w in words] == [sqlite_stems[i] for i in range(len(words))]
+
+
+def _lines(index: MemoryIndex, query: str) -> list[tuple[str, int]]:
+    return [(h.path, h.line_number) for h in index.search(query)]
+
+
+def test_rare_terms_outweigh_common_ones(ws: Workspace, index: MemoryIndex) -> None:
+    ws.write_text(
+        "memory/2026-11-01.md",
+        "".join(f"- project status update {i}\n" for i in range(20)) + "- project okapi\n",
+    )
+    index.refresh()
+    assert _lines(index, "project okapi")[0] == ("memory/2026-11-01.md", 21)
+
+
+def test_recent_daily_files_win_ties(ws: Workspace, index: MemoryIndex) -> None:
+    ws.write_text("memory/2026-01-01.md", "- deploy window is friday\n")
+    ws.write_text("memory/2026-11-01.md", "- deploy window is monday\n")
+    index.refresh()
+    assert _lines(index, "deploy window")[0] == ("memory/2026-11-01.md", 1)
+
+
+def test_curated_memory_wins_ties(ws: Workspace, index: MemoryIndex) -> None:
+    ws.write_text("memory/archive/2025-01-01.md", "- favourite editor is helix\n")
+    ws.write_text("MEMORY.md", "# Facts\n- favourite editor is kakoune\n")
+    index.refresh()
+    assert _lines(index, "favourite editor")[0] == ("MEMORY.md", 2)
+
+
+def test_identical_lines_are_shown_once(ws: Workspace, index: MemoryIndex) -> None:
+    for day in ("01", "02", "03"):
+        ws.write_text(f"memory/2026-11-{day}.md", "- User prefers dark mode.\n")
+    index.refresh()
+    hits = index.search("dark mode")
+    assert len(hits) == 1
+    assert hits[0].path == "memory/2026-11-03.md"  # the newest copy
+
+
+def test_neighbour_of_a_strong_match_is_lifted(ws: Workspace, index: MemoryIndex) -> None:
+    ws.write_text(
+        "memory/2026-11-01.md",
+        "## chat\n"
+        "- Ann: what is your favorite dish from the cooking show?\n"
+        "- Bob: coconut ice cream, easily\n"
+        "- Ann: nice\n"
+        "\n"
+        "## other chat\n"
+        "- Bob: I saw a show yesterday\n"
+        "- Bob: a cooking pan broke\n",
+    )
+    index.refresh()
+    hits = _lines(index, "What is Bob's favorite dish from the cooking show?")
+    assert hits[0] == ("memory/2026-11-01.md", 2)
+    assert hits.index(("memory/2026-11-01.md", 3)) < hits.index(("memory/2026-11-01.md", 8))
+    # Lines without any query term are never returned.
+    assert ("memory/2026-11-01.md", 4) not in hits
