@@ -116,6 +116,11 @@ OVERFLOW_MESSAGES = [
     "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
     "Input is too long for requested model.",
     "too many tokens in the request",
+    # DashScope, xAI, LM Studio, MiniMax
+    "Range of input length should be [1, 30720]",
+    "This model's maximum prompt length is 131072 but the request contains 140000 tokens.",
+    "The number of tokens to keep from the initial prompt is greater than the context length",
+    "context window exceeds limit",
 ]
 
 

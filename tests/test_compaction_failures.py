@@ -16,7 +16,7 @@ from memdir.compaction import (
     ConversationCompactor,
 )
 from memdir.errors import ModelError, SessionLogError
-from memdir.messages import Msg, ToolUseBlock
+from memdir.messages import SUMMARY_NAME, Msg, ToolUseBlock
 from memdir.sessions import SessionLog
 from memdir.testing import FunctionModel, ModelCall, ScriptedModel
 from memdir.workspace import Workspace
@@ -97,6 +97,25 @@ async def test_repeated_compaction_after_a_failure_logs_each_message_once(ws: Wo
     assert ids == [m.id for m in msgs[:8]]
 
 
+async def test_summary_failure_over_the_hard_limit_uses_the_extractive_summary(
+    ws: Workspace,
+) -> None:
+    model = ScriptedModel([RuntimeError("provider down")], context_window=4_000)
+    comp, events = compactor(
+        ws, model, trigger_messages=0, trigger_tokens=0, reserve_tokens=1_000, keep_messages=2
+    )
+    msgs = [
+        Msg.user("Deploy the service to staging-eu-3 and keep the rollback script at ops/rb.sh"),
+        *chat(120),
+    ]
+    assert comp.measure(msgs)[1] >= 3_000
+    res = await comp.compact_if_needed(msgs, session_id="s1")
+    assert res is not None and res.stages == ("extractive_summary",)
+    assert res.reason == "hard_limit" and res.messages[0].name == SUMMARY_NAME
+    assert "## SESSION INTENT" in res.summary
+    assert events[-1].kind == "compaction.completed" and events[-1].model == "extractive"
+
+
 @pytest.mark.parametrize(
     "error",
     [
@@ -165,3 +184,68 @@ async def test_bad_session_id_is_a_clear_error(ws: Workspace) -> None:
     comp, _ = compactor(ws, ScriptedModel([]))
     with pytest.raises(SessionLogError):
         await comp.compact_if_needed(chat(2), session_id="../escape")
+
+
+async def test_cancelled_flush_propagates_and_nothing_is_offloaded(ws: Workspace) -> None:
+    async def cancelled(msgs: list[Msg], *, session_id: str) -> None:
+        raise asyncio.CancelledError
+
+    model = ScriptedModel([])
+    comp = ConversationCompactor(model, ws, config(), on_flush=cancelled)
+    with pytest.raises(asyncio.CancelledError):
+        await comp.compact_if_needed(chat(12), session_id="s1")
+    assert model.calls == [] and not (ws.root / "sessions" / "s1.log.jsonl").exists()
+
+
+async def test_cancelling_one_session_does_not_stop_another(ws: Workspace) -> None:
+    started = asyncio.Event()
+
+    async def slow(call: ModelCall) -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    stuck = ConversationCompactor(FunctionModel(slow), ws, config())
+    fine = ConversationCompactor(ScriptedModel(["## SUMMARY\nfine"]), ws, config())
+    task = asyncio.create_task(stuck.compact_if_needed(chat(12), session_id="a"))
+    await started.wait()
+    other = asyncio.create_task(fine.compact_if_needed(chat(12), session_id="b"))
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    res = await other
+    assert res is not None and "fine" in res.summary
+
+
+async def test_summariser_overflow_halves_the_slices(ws: Workspace) -> None:
+    def small_window(call: ModelCall) -> str:
+        if len(call.last_user_text) > 5_000:
+            raise ModelError(
+                "HTTP 400",
+                status_code=400,
+                body={"error": {"code": "context_length_exceeded", "message": "too long"}},
+            )
+        return "## SUMMARY\npart"
+
+    model = FunctionModel(small_window)  # its window is unknown: no slicing until it overflows
+    comp, _ = compactor(ws, model, trigger_messages=30, keep_messages=4)
+    res = await comp.compact_if_needed(chat(40), session_id="s1")
+    assert res is not None and "part" in res.summary
+    assert len(model.calls) > 2
+    summarised = {
+        d["id"]
+        for c in model.calls
+        if len(c.last_user_text) <= 5_000
+        for d in c.messages[-1].metadata["memdir.messages"]
+        if d.get("name") != SUMMARY_NAME
+    }
+    assert len(summarised) == 36  # every summarised message went through a successful call
+
+
+async def test_forced_compaction_falls_back_to_the_extractive_summary(ws: Workspace) -> None:
+    comp, events = compactor(ws, ScriptedModel([ModelError("HTTP 500", status_code=500)]))
+    msgs = chat(8)
+    res = await comp.compact_if_needed(msgs, session_id="s1", force=True, keep_messages=2)
+    assert res is not None and res.stages == ("extractive_summary",)
+    assert res.messages[0].name == SUMMARY_NAME and res.messages[1:] == msgs[-2:]
+    assert "## SUMMARY" in res.summary and events[-1].kind == "compaction.completed"

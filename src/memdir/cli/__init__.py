@@ -73,6 +73,9 @@ def _register() -> None:
 
     for command in _maintain_cmds.COMMANDS:
         cli.add_command(command)
+    from memdir.cli._compact_cmd import compact_cmd
+
+    cli.add_command(compact_cmd)
 
 
 _register()

@@ -14,11 +14,13 @@ Anthropic               "prompt is too long: N tokens > M maximum"; "input lengt
                         ``max_tokens`` exceed context limit"; 413 ``request_too_large``
 vLLM                    "This model's maximum context length is …"; "… is longer than the
                         maximum model length of …"
-Ollama / LM Studio      "the input length exceeds the context length"
+Ollama / LM Studio      "the input length exceeds the context length"; "… greater than the
+                        context length"
 llama.cpp server        ``exceed_context_size_error``; "request (N tokens) exceeds the
                         available context size (M tokens)"
 Gemini, Bedrock, other  "input token count … exceeds the maximum"; "Input is too long";
-                        "too many tokens"; "context window exceeded"
+                        "too many tokens"; "context window exceeded"; DashScope "range of
+                        input length should be …"; xAI "maximum prompt length is N"
 ======================  =====================================================================
 
 Rate-limit errors (HTTP 429, "tokens per min") are never treated as overflow, even when their
@@ -62,6 +64,12 @@ _PATTERNS = re.compile(
             r"longer than the maximum model length",
             r"input token count .{0,60}exceeds",
             r"context (?:window|length|size) (?:is |was )?(?:full|exceeded)",
+            r"context window exceeds limit",
+            r"greater than the context length",
+            r"range of input length should be",
+            r"maximum prompt length is \d+",
+            r"input (?:length|tokens?) (?:exceeds?|is too long)",
+            r"token limit exceeded",
             r"expected a string with maximum length",
         )
     ),

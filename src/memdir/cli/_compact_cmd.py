@@ -1,0 +1,182 @@
+"""``memdir compact``: compact a saved conversation, offloading the originals first."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from memdir.cli._common import CliState, echo_json, info, pass_state
+from memdir.errors import MemdirError
+
+if TYPE_CHECKING:
+    from memdir.compaction import CompactionResult
+
+__all__ = ["compact_cmd"]
+
+
+@click.command("compact")
+@click.argument("session_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--model",
+    "model_spec",
+    default="extractive",
+    show_default=True,
+    help='Summary model: "extractive" (offline, no LLM) or e.g. "openai:gpt-4o-mini".',
+)
+@click.option(
+    "--trigger-messages",
+    type=click.IntRange(min=0),
+    default=50,
+    show_default=True,
+    help="Compact at this many messages (0: off).",
+)
+@click.option(
+    "--trigger-tokens",
+    type=click.IntRange(min=0),
+    default=80_000,
+    show_default=True,
+    help="Compact at this many estimated tokens (0: off).",
+)
+@click.option(
+    "--keep-messages",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Newest messages kept verbatim.",
+)
+@click.option("--force", is_flag=True, help="Compact even below the triggers.")
+@click.option(
+    "--session-id",
+    metavar="ID",
+    help="Session log to offload to [default: derived from the file name].",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Show where the cut would be; call no model, write nothing."
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the compacted messages (memdir JSON) to this file.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@pass_state
+def compact_cmd(
+    state: CliState,
+    session_file: Path,
+    model_spec: str,
+    trigger_messages: int,
+    trigger_tokens: int,
+    keep_messages: int,
+    force: bool,
+    session_id: str | None,
+    dry_run: bool,
+    output: Path | None,
+    as_json: bool,
+) -> None:
+    """Compact the conversation in SESSION_FILE.
+
+    SESSION_FILE is a memdir session log (sessions/<id>.log.jsonl) or a JSON list of messages
+    in OpenAI or Anthropic format. The summarised messages are appended to the workspace's
+    session log first (messages already there are not written twice), then replaced by one
+    summary that names the log lines holding them. Prints the summary (or, with --json, the
+    counts, the log span and the compacted messages). Exit code 1 if the summary failed; the
+    conversation is then left as it was.
+    """
+    from memdir.compaction import CompactionConfig, CompactionEvent, ConversationCompactor
+    from memdir.messages import msgs_to_json
+    from memdir.models import model_from_string
+    from memdir.transcripts import load_transcript
+    from memdir.workspace import atomic_write
+
+    if trigger_messages and keep_messages >= trigger_messages:
+        raise click.UsageError("--keep-messages must be smaller than --trigger-messages")
+    transcript = load_transcript(session_file)
+    msgs = list(transcript.messages)
+    sid = session_id or transcript.session_id
+    config = CompactionConfig(
+        trigger_messages=trigger_messages,
+        trigger_tokens=trigger_tokens,
+        keep_messages=keep_messages,
+    )
+    ws = state.workspace()
+    model = model_from_string(model_spec)
+    comp = ConversationCompactor(model, ws, config)
+
+    if dry_run:
+        plan = comp.plan(msgs, force=force)
+        if as_json:
+            echo_json(
+                {
+                    "compacted": False,
+                    "dry_run": True,
+                    "reason": plan.reason,
+                    "cut_index": plan.cut_index,
+                    "before": {"messages": plan.messages, "tokens": plan.tokens},
+                    "after": {"messages": plan.kept if plan.reason else plan.messages},
+                    "summarized": plan.summarized if plan.reason else 0,
+                    "log": None,
+                    "messages": [],
+                }
+            )
+            return
+        if plan.reason is None:
+            info(f"nothing to compact: {plan.messages} messages, ~{plan.tokens:,} tokens")
+        elif plan.cut_index is None:
+            info(f"over the trigger ({plan.reason}) but nothing before the tail to summarise")
+        else:
+            info(
+                f"would compact ({plan.reason}): summarise {plan.summarized} of {plan.messages} "
+                f"messages, keeping {plan.kept} (cut at message {plan.cut_index})"
+            )
+        return
+
+    events: list[CompactionEvent] = []
+    comp.add_listener(events.append)
+    result = asyncio.run(comp.compact_if_needed(msgs, session_id=sid, force=force))
+    failed = next((e for e in events if e.kind == "compaction.failed"), None)
+    after = result.messages if result is not None else msgs
+    if output is not None:
+        atomic_write(output, (msgs_to_json(after) + "\n").encode("utf-8"))
+    if as_json:
+        tokens_before = comp.measure(msgs)[1]
+        tokens_after = result.tokens_after if result else tokens_before
+        payload: dict[str, Any] = {
+            "compacted": result is not None,
+            "session_id": sid,
+            "stages": list(result.stages) if result else [],
+            "before": {"messages": len(msgs), "tokens": tokens_before},
+            "after": {"messages": len(after), "tokens": tokens_after},
+            "log": _log(result),
+            "messages": [m.to_dict() for m in after],
+        }
+        if failed is not None:
+            payload["error"] = failed.reason
+        echo_json(payload)
+    elif result is not None:
+        span = result.log_span
+        where = (
+            f"; originals in {span.path} lines {span.start_line}-{span.end_line}" if span else ""
+        )
+        info(
+            f"compacted {result.messages_before} -> {result.messages_after} messages, "
+            f"~{result.tokens_before:,} -> ~{result.tokens_after:,} tokens"
+            f" ({'+'.join(result.stages)}){where}"
+        )
+        if result.summary:
+            click.echo(result.summary)
+    elif failed is None:
+        count, tokens = comp.measure(msgs)
+        info(f"nothing to compact: {count} messages, ~{tokens:,} tokens (use --force)")
+    if failed is not None:
+        raise MemdirError(f"compaction failed: {failed.reason}")
+
+
+def _log(result: CompactionResult | None) -> dict[str, Any] | None:
+    span = None if result is None else result.log_span
+    if span is None:
+        return None
+    return {"path": span.path, "start_line": span.start_line, "end_line": span.end_line}

@@ -1,0 +1,147 @@
+"""``memdir compact``: session logs and OpenAI message lists, --json, --dry-run, failures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner, Result
+
+from memdir.cli import cli
+from memdir.compaction._pairing import find_orphans
+from memdir.messages import SUMMARY_NAME, Msg, msgs_from_json
+from memdir.sessions import SessionLog
+from memdir.workspace import Workspace
+
+
+def run(ws_root: Path, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["-w", str(ws_root), *args])
+
+
+def openai_conversation(turns: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": "You are a build assistant."}]
+    for i in range(turns):
+        out.append({"role": "user", "content": f"Step {i}: check services/api/handler_{i}.py"})
+        out.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{i}",
+                        "type": "function",
+                        "function": {
+                            "name": "read_file",
+                            "arguments": json.dumps({"path": f"services/api/handler_{i}.py"}),
+                        },
+                    }
+                ],
+            }
+        )
+        out.append(
+            {"role": "tool", "tool_call_id": f"call_{i}", "content": f"def handler_{i}(): ..."}
+        )
+        out.append({"role": "assistant", "content": f"handler_{i} looks fine."})
+    return out
+
+
+def test_compact_an_openai_list_with_json_output(tmp_path: Path) -> None:
+    src = tmp_path / "chat.json"
+    src.write_text(json.dumps(openai_conversation(10)), encoding="utf-8")
+    root = tmp_path / "ws"
+    res = run(
+        root, "compact", str(src), "--trigger-messages", "20", "--keep-messages", "6", "--json"
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["compacted"] is True
+    assert data["before"]["messages"] == 41 and data["after"]["messages"] < 41
+    assert data["after"]["tokens"] < data["before"]["tokens"]
+    msgs = [Msg.from_dict(d) for d in data["messages"]]
+    assert any(m.name == SUMMARY_NAME for m in msgs)
+    assert find_orphans(msgs) == ([], [])
+    log = data["log"]
+    assert log["path"] == "sessions/chat.log.jsonl" and log["start_line"] == 1
+    logged = SessionLog(Workspace(root), "chat").messages(log["start_line"], log["end_line"])
+    assert len(logged) == log["end_line"] - log["start_line"] + 1
+    assert logged[0].text == "You are a build assistant."  # the prefix, from its first message
+    assert logged[1].text == "Step 0: check services/api/handler_0.py"
+    summary = next(m for m in msgs if m.name == SUMMARY_NAME)
+    assert f"lines {log['start_line']}-{log['end_line']}" in summary.text
+    assert "## SESSION INTENT" in summary.text
+
+
+def test_compact_our_session_log_writes_output_and_prints_the_summary(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    ws = Workspace(root)
+    msgs = [Msg.user(f"note {i}: keep port 8443 for the gateway") for i in range(30)]
+    SessionLog(ws, "s7").append(msgs)
+    out_file = tmp_path / "compacted.json"
+    res = run(
+        root,
+        "compact",
+        str(root / "sessions" / "s7.log.jsonl"),
+        "--trigger-messages",
+        "10",
+        "--keep-messages",
+        "5",
+        "-o",
+        str(out_file),
+    )
+    assert res.exit_code == 0, res.output
+    assert "## SUMMARY" in res.stdout
+    written = msgs_from_json(out_file.read_text(encoding="utf-8"))
+    assert written[0].name == SUMMARY_NAME and written[1:] == msgs[-5:]
+    # offloading into the log it came from duplicates nothing
+    ids = [r.msg.id for r in SessionLog(ws, "s7").read().records]
+    assert ids == [m.id for m in msgs]
+
+
+def test_dry_run_writes_nothing(tmp_path: Path) -> None:
+    src = tmp_path / "chat.json"
+    src.write_text(json.dumps(openai_conversation(10)), encoding="utf-8")
+    root = tmp_path / "ws"
+    res = run(
+        root,
+        "compact",
+        str(src),
+        "--trigger-messages",
+        "20",
+        "--keep-messages",
+        "6",
+        "--dry-run",
+        "--json",
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["dry_run"] is True and data["reason"] == "messages"
+    assert data["cut_index"] is not None and data["after"]["messages"] < 41
+    assert not (root / "sessions" / "chat.log.jsonl").exists()
+    text = run(
+        root, "compact", str(src), "--trigger-messages", "20", "--keep-messages", "6", "--dry-run"
+    )
+    assert "would compact" in text.stderr
+
+
+def test_below_the_trigger_nothing_is_written(tmp_path: Path) -> None:
+    src = tmp_path / "chat.json"
+    src.write_text(json.dumps(openai_conversation(2)), encoding="utf-8")
+    root = tmp_path / "ws"
+    res = run(root, "compact", str(src), "--json")
+    assert res.exit_code == 0
+    data = json.loads(res.stdout)
+    assert data["compacted"] is False and data["log"] is None and len(data["messages"]) == 9
+    assert not (root / "sessions" / "chat.log.jsonl").exists()
+
+
+def test_bad_input_is_a_one_line_error(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    missing = run(root, "compact", str(tmp_path / "nope.json"))
+    assert missing.exit_code == 1 and "Error:" in missing.stderr
+    bad_model = tmp_path / "chat.json"
+    bad_model.write_text(json.dumps(openai_conversation(2)), encoding="utf-8")
+    res = run(root, "compact", str(bad_model), "--model", "nosuch:model")
+    assert res.exit_code == 1 and "unknown model provider" in res.stderr
+    usage = run(root, "compact", str(bad_model), "--trigger-messages", "5", "--keep-messages", "5")
+    assert usage.exit_code == 2
