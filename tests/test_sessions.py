@@ -374,3 +374,37 @@ def test_big_logs_are_not_reparsed_on_every_append(
     log.append([Msg.user("and another")], fsync=False)
     assert len(parsed) == 1  # only the line another writer added
     assert len(log.ids()) == 303
+
+
+def test_a_complete_last_record_without_newline_counts_as_logged(ws: Workspace) -> None:
+    log = SessionLog(ws, "s1")
+    msgs = _conversation()
+    log.append(msgs[:1])
+    log.path.write_bytes(log.path.read_bytes().rstrip(b"\n"))  # e.g. saved by an editor
+    result = log.read()
+    assert [r.msg for r in result.records] == msgs[:1] and not result.torn_tail
+    assert SessionLog(ws, "s1").append(msgs[:1]) is None
+    span = SessionLog(ws, "s1").append(msgs[:2])
+    assert span == LogSpan(path=log.rel_path, start_line=2, end_line=2)
+    assert log.messages() == msgs[:2] and log.read().malformed == []
+    assert log.append(msgs[:2]) is None
+
+
+def test_an_interrupt_during_the_write_leaves_the_file_unchanged(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = SessionLog(ws, "s1")
+    msgs = _conversation()
+    log.append(msgs[:1])
+    before = log.path.read_bytes()
+    real_write = os.write
+
+    def interrupted(fd: int, data: Any) -> int:
+        real_write(fd, bytes(data)[:50])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "write", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        log.append(msgs[1:])
+    monkeypatch.undo()
+    assert log.path.read_bytes() == before

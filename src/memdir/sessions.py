@@ -123,6 +123,7 @@ class _Scan:
     parsed_upto: int = 0
     lines: int = 0
     ids: set[str] = field(default_factory=set)
+    tail_id: str | None = None  # id of a valid record after the last newline, if any
 
 
 class SessionLog:
@@ -180,7 +181,9 @@ class SessionLog:
             return None
         with self._locked():
             scan = self._refresh()
-            seen = set(scan.ids)
+            # A complete record that only lacks its newline counts as logged (the reader
+            # accepts it, and the next write ends its line).
+            seen = scan.ids | ({scan.tail_id} if scan.tail_id else set())
             fresh: list[Msg] = []
             for msg in batch:
                 if msg.id not in seen:
@@ -195,15 +198,18 @@ class SessionLog:
             torn = before > scan.parsed_upto
             try:
                 _, end = locked_append(self.path, payload, fsync=fsync)
-            except WorkspaceError as exc:
+            except BaseException as exc:  # also an interrupt mid-write: never leave a part
                 self._roll_back(before, created)
-                raise SessionLogError(
-                    f"cannot write session log {self.rel_path}: {exc}; nothing was written"
-                ) from exc
+                if isinstance(exc, WorkspaceError):
+                    raise SessionLogError(
+                        f"cannot write session log {self.rel_path}: {exc}; nothing was written"
+                    ) from exc
+                raise
             if created and fsync:
                 _fsync_dir(self.path.parent)
             first = scan.lines + (1 if torn else 0) + 1
-            self._remember(scan, end, first - 1 + len(fresh), {m.id for m in fresh})
+            written = {m.id for m in fresh} | ({scan.tail_id} if scan.tail_id else set())
+            self._remember(scan, end, first - 1 + len(fresh), written)
             return LogSpan(path=self.rel_path, start_line=first, end_line=first + len(fresh) - 1)
 
     def _encode(self, msg: Msg, stamp: str) -> bytes:
@@ -234,9 +240,10 @@ class SessionLog:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        name = f"session-{self.session_id}"
+        # Distinct from any lock a caller may hold on the whole session (e.g. an agent turn).
+        name = f"session-log-{self.session_id}"
         if len(name) > 100:
-            name = "session-" + hashlib.sha256(self.session_id.encode()).hexdigest()[:40]
+            name = "session-log-" + hashlib.sha256(self.session_id.encode()).hexdigest()[:40]
         try:
             with self.workspace.lock(name):
                 yield
@@ -271,6 +278,7 @@ class SessionLog:
             if msg_id is not None:
                 scan.ids.add(msg_id)
         scan.lines += complete.count(b"\n")
+        scan.tail_id = _record_id(chunk[len(complete) :]) if len(chunk) > len(complete) else None
         scan.size = scan.parsed_upto + len(chunk)
         scan.parsed_upto += len(complete)
         scan.inode, scan.mtime_ns = st.st_ino, st.st_mtime_ns
@@ -284,6 +292,7 @@ class SessionLog:
             self._scan = _Scan()
             return
         scan.ids |= ids
+        scan.tail_id = None
         scan.lines, scan.parsed_upto = lines, end
         scan.inode, scan.size, scan.mtime_ns = st.st_ino, end, st.st_mtime_ns
         if st.st_size != end:  # another writer bypassed the lock: re-read next time
