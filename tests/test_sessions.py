@@ -408,3 +408,20 @@ def test_an_interrupt_during_the_write_leaves_the_file_unchanged(
         log.append(msgs[1:])
     monkeypatch.undo()
     assert log.path.read_bytes() == before
+
+
+def test_appending_while_the_caller_holds_a_session_wide_lock(ws: Workspace) -> None:
+    import threading
+
+    done = threading.Event()
+
+    def offload() -> None:
+        # An agent holds its own lock on the session for a whole turn and offloads inside it.
+        with ws.lock("session-s1"):
+            SessionLog(ws, "s1").append([Msg.user("inside the turn")])
+        done.set()
+
+    worker = threading.Thread(target=offload, daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert done.is_set(), "append deadlocked on the caller's lock"
