@@ -145,3 +145,15 @@ def test_bad_input_is_a_one_line_error(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "unknown model provider" in res.stderr
     usage = run(root, "compact", str(bad_model), "--trigger-messages", "5", "--keep-messages", "5")
     assert usage.exit_code == 2
+
+
+def test_compacting_the_same_list_twice_logs_each_message_once(tmp_path: Path) -> None:
+    src = tmp_path / "chat.json"
+    src.write_text(json.dumps(openai_conversation(10)), encoding="utf-8")
+    root = tmp_path / "ws"
+    args = ("compact", str(src), "--trigger-messages", "20", "--keep-messages", "6", "--json")
+    first = json.loads(run(root, *args).stdout)
+    second = json.loads(run(root, *args).stdout)
+    assert first["log"] == second["log"]
+    records = SessionLog(Workspace(root), "chat").read().records
+    assert len(records) == len({r.msg.id for r in records}) == first["log"]["end_line"]

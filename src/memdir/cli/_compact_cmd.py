@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import hashlib
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +16,7 @@ from memdir.errors import MemdirError
 
 if TYPE_CHECKING:
     from memdir.compaction import CompactionResult
+    from memdir.messages import Msg
 
 __all__ = ["compact_cmd"]
 
@@ -95,8 +99,10 @@ def compact_cmd(
     if trigger_messages and keep_messages >= trigger_messages:
         raise click.UsageError("--keep-messages must be smaller than --trigger-messages")
     transcript = load_transcript(session_file)
-    msgs = list(transcript.messages)
     sid = session_id or transcript.session_id
+    msgs = list(transcript.messages)
+    if transcript.format != "memdir":
+        msgs = _stable_ids(msgs, sid)
     config = CompactionConfig(
         trigger_messages=trigger_messages,
         trigger_tokens=trigger_tokens,
@@ -173,6 +179,19 @@ def compact_cmd(
         info(f"nothing to compact: {count} messages, ~{tokens:,} tokens (use --force)")
     if failed is not None:
         raise MemdirError(f"compaction failed: {failed.reason}")
+
+
+def _stable_ids(msgs: list[Msg], sid: str) -> list[Msg]:
+    """Ids derived from position and content, for formats without message ids.
+
+    Compacting the same file twice then offloads nothing twice (the log is idempotent by id).
+    """
+    out = []
+    for i, msg in enumerate(msgs):
+        body = json.dumps([msg.role, msg.name, msg.to_dict()["content"]], ensure_ascii=False)
+        digest = hashlib.sha256(f"{sid}\x1f{i}\x1f{body}".encode()).hexdigest()[:24]
+        out.append(dataclasses.replace(msg, id=f"{sid}:{i}:{digest}"))
+    return out
 
 
 def _log(result: CompactionResult | None) -> dict[str, Any] | None:
