@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memdir.errors import ModelError
+from memdir.ledger import normalize_bullet
 from memdir.messages import SUMMARY_NAME, Msg, ToolResultBlock, ToolUseBlock
 from memdir.models import (
     CURRENT_KEY,
@@ -19,7 +22,8 @@ from memdir.models import (
     ChatModel,
     ExtractiveModel,
 )
-from memdir.models._extract_summary import parse_summary
+from memdir.models._extract_memory import consolidate, extract_facts
+from memdir.models._extract_summary import parse_summary, summarize
 
 
 async def ask(task: str, max_output_tokens: int | None = None, **meta: Any) -> str:
@@ -312,3 +316,80 @@ async def test_summarize_without_structured_copy_uses_the_conversation() -> None
         [*CODING_SESSION, Msg.user("Summarise the above.", metadata={TASK_KEY: "summarize"})]
     )
     assert "- file: tests/test_app.py" in parse_summary(resp.text)["ARTIFACTS"]
+
+
+# -- invariants ------------------------------------------------------------------------------
+
+words = st.sampled_from(
+    [
+        "I prefer",
+        "we decided",
+        "remember that",
+        "src/app.py",
+        "https://x.org/a",
+        "`git log`",
+        "我喜欢",
+        "决定",
+        "记住",
+        "截止",
+        "ok",
+        "?",
+        ".",
+        "。",
+        "\n",
+        " ",
+        "Error:",
+        "#12",
+        "next step",
+    ]
+)
+prose = st.lists(words, max_size=12).map(" ".join)
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> list[Msg]:
+    msgs: list[Msg] = []
+    for i in range(draw(st.integers(0, 8))):
+        kind = draw(st.sampled_from(["user", "assistant", "call", "result", "summary"]))
+        if kind == "user":
+            msgs.append(Msg.user(draw(prose)))
+        elif kind == "assistant":
+            msgs.append(Msg.assistant(draw(prose)))
+        elif kind == "call":
+            args = {draw(st.sampled_from(["path", "command", "q", "run_id"])): draw(prose)}
+            msgs.append(Msg.assistant(tool_calls=[ToolUseBlock(id=f"c{i}", name="t", input=args)]))
+        elif kind == "result":
+            msgs.append(Msg.tool_result(f"c{i - 1}", draw(prose), is_error=draw(st.booleans())))
+        else:
+            msgs.append(Msg.user("## SESSION INTENT\n- " + draw(prose), name=SUMMARY_NAME))
+    return msgs
+
+
+markdown_lines = st.sampled_from(
+    ["# Memory", "## Preferences", "## 偏好", "## Misc", "", "free prose line", "  continued"]
+) | st.text(alphabet="ab -#*我喜欢决定\n", max_size=30).map(lambda t: t.replace("\n", " "))
+bullets = st.text(alphabet="abcdefgh XYZ0123我喜欢决定记住.-", min_size=1, max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(markdown_lines, max_size=15), st.lists(bullets, max_size=12))
+def test_consolidation_keeps_the_newest_entry_and_is_stable(
+    current_lines: list[str], entries: list[str]
+) -> None:
+    current = "\n".join(current_lines)
+    out = consolidate(current, entries)
+    keys = {normalize_bullet(line) for line in out.splitlines() if line.startswith("- ")}
+    real = [e for e in entries if normalize_bullet(e)]
+    if real:
+        assert normalize_bullet(real[-1]) in keys
+    assert consolidate(out, []) == out
+    assert consolidate(out, entries) == out
+
+
+@settings(max_examples=100, deadline=None)
+@given(conversations(), st.none() | st.integers(min_value=1, max_value=400))
+def test_summary_and_flush_accept_any_conversation(msgs: list[Msg], budget: int | None) -> None:
+    text = summarize(msgs, max_chars=budget)
+    assert list(parse_summary(text)) == ["SESSION INTENT", "SUMMARY", "ARTIFACTS", "NEXT STEPS"]
+    facts = extract_facts(msgs, known="")
+    assert facts == NO_REPLY or all(line.startswith("- ") for line in facts.splitlines())

@@ -183,6 +183,15 @@ def test_missing_key_for_openai_is_a_config_error() -> None:
         OpenAIChatModel("gpt-4o-mini")
 
 
+async def test_message_names_are_made_acceptable_to_openai() -> None:
+    rec = Recorder(httpx.Response(200, json=text_completion("hi")))
+    await make(rec).generate(
+        [Msg.user("a", name="Alice Chen"), Msg.user("b", name="张三"), Msg.user("c", name="bob_1")]
+    )
+    messages = rec.payload()["messages"]
+    assert [m.get("name") for m in messages] == ["Alice_Chen", None, "bob_1"]
+
+
 async def test_unanswered_tool_call_is_closed_before_sending() -> None:
     rec = Recorder(httpx.Response(200, json=text_completion("ok")))
     call = ToolUseBlock(id="call_1", name="get_weather", input={"city": "Oslo"})

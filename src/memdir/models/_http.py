@@ -149,7 +149,12 @@ async def post_json(
     attempt = 0
     while True:
         try:
-            response = await client.post(url, json=payload, headers=dict(headers), timeout=timeout)
+            response = await client.post(
+                url,
+                json=payload,
+                headers=dict(headers),
+                timeout=httpx.Timeout(timeout, connect=10.0),
+            )
         except httpx.TimeoutException as exc:
             failure = ModelError(f"{provider} did not answer within {timeout:g}s ({url})")
             failure.__cause__ = exc
@@ -161,7 +166,8 @@ async def post_json(
         else:
             if response.is_success:
                 body = _body(response)
-                if isinstance(body, dict) and set(body) != {"error"}:
+                # Some gateways answer 200 with an error object instead of a result.
+                if isinstance(body, dict) and body.get("error") is None:
                     return body
                 if is_overflow(response.status_code, body):
                     raise ContextOverflowError(

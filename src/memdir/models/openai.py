@@ -8,6 +8,7 @@ OpenRouter and others. Requests are plain JSON over :mod:`httpx`.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ from memdir.models._windows import known_context_window
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIChatModel"]
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class OpenAIChatModel:
@@ -104,10 +106,16 @@ class OpenAIChatModel:
         msgs = list(messages)
         if system:
             msgs.insert(0, Msg.system(system))
-        payload: dict[str, Any] = {
-            "model": self.model,
-            "messages": to_openai(repair_tool_pairing(msgs)),
-        }
+        wire = to_openai(repair_tool_pairing(msgs))
+        for item in wire:
+            if "name" in item:
+                # OpenAI rejects names outside [A-Za-z0-9_-]{1,64}; others ignore them.
+                name = _NAME_UNSAFE.sub("_", item["name"])[:64]
+                if name.strip("_"):
+                    item["name"] = name
+                else:
+                    del item["name"]
+        payload: dict[str, Any] = {"model": self.model, "messages": wire}
         if tools:
             payload["tools"] = [
                 {
