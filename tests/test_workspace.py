@@ -131,3 +131,98 @@ def test_memory_files_and_ledgers(ws: Workspace) -> None:
     assert [rel for _, rel in ws.ledgers()] == ["memory/2026-01-02.md"]
     assert [rel for _, rel in ws.ledgers(archived=True)] == ["memory/archive/2025-01-01.md"]
     assert os.path.isdir(ws.history_dir.parent)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda root: Workspace(123), "workspace path must be"),
+        (lambda root: Workspace(root, tz=123), "time zone must be"),
+        (lambda root: Workspace(root, clock="now"), "clock must be"),
+        (lambda root: Workspace(root).relpath(None), "path must be"),  # type: ignore[arg-type]
+        (lambda root: Workspace(root).relpath(7), "path must be"),  # type: ignore[arg-type]
+        (lambda root: Workspace(root).write_text("MEMORY.md", None), "text must be"),
+        (lambda root: Workspace(root).append_text("memory/x.md", b"x"), "text must be"),
+    ],
+)
+def test_wrong_types_give_one_line_workspace_errors(
+    tmp_path: Path, make: object, message: str
+) -> None:
+    with pytest.raises((WorkspaceError, ConfigError), match=message):
+        make(tmp_path / "ws")  # type: ignore[operator]
+
+
+def test_lock_name_must_be_text(ws: Workspace) -> None:
+    with pytest.raises(WorkspaceError, match="lock name"), ws.lock(123):  # type: ignore[arg-type]
+        pass
+
+
+def test_utc_now_refuses_a_naive_clock(tmp_path: Path) -> None:
+    naive = Workspace(tmp_path / "ws", clock=lambda: datetime(2026, 1, 1))  # noqa: DTZ001
+    with pytest.raises(ConfigError, match="aware"):
+        naive.utc_now()
+
+
+@pytest.mark.parametrize("method", ["write_text", "append_text"])
+def test_lone_surrogates_are_a_workspace_error_and_nothing_is_written(
+    ws: Workspace, method: str
+) -> None:
+    with pytest.raises(WorkspaceError, match="surrogate"):
+        getattr(ws, method)("memory/2026-11-30.md", "- ok \udc80 broken\n")
+    assert not ws.path("memory/2026-11-30.md").exists()
+
+
+def test_rewrite_keeps_a_private_files_permissions(ws: Workspace) -> None:
+    target = ws.memory_md
+    target.write_text("# Memory\n", encoding="utf-8")
+    target.chmod(0o600)
+    ws.write_text("MEMORY.md", "# Memory\n- new\n")
+    assert target.stat().st_mode & 0o777 == 0o600
+
+
+def test_rewrite_through_a_symlink_updates_the_linked_file(ws: Workspace) -> None:
+    real = ws.root / "memory" / "real.md"
+    real.write_text("old\n", encoding="utf-8")
+    (ws.root / "MEMORY.md").symlink_to(real)
+    ws.write_text("MEMORY.md", "new\n")
+    assert (ws.root / "MEMORY.md").is_symlink()
+    assert real.read_text(encoding="utf-8") == "new\n"
+
+
+def test_a_failed_append_leaves_the_file_as_it_was(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = ws.path("memory/2026-11-30.md")
+    target.write_bytes(b"- kept\n")
+    real_write = os.write
+
+    def disk_full(fd: int, data: object) -> int:
+        if len(data) > 10:  # type: ignore[arg-type]
+            real_write(fd, bytes(data[:10]))  # type: ignore[index]
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", disk_full)
+    with pytest.raises(WorkspaceError, match="No space left"):
+        ws.append_text("memory/2026-11-30.md", "- a long bullet that will not fit\n")
+    monkeypatch.undo()
+    assert target.read_bytes() == b"- kept\n"
+
+
+def test_create_text_never_replaces_an_existing_file(ws: Workspace) -> None:
+    assert ws.create_text("MEMORY.md", "# Memory\n") is True
+    ws.write_text("MEMORY.md", "# Memory\n- user fact\n")
+    assert ws.create_text("MEMORY.md", "# Memory\n") is False
+    assert ws.read_text("MEMORY.md") == "# Memory\n- user fact\n"
+    assert not [p for p in ws.root.iterdir() if ".tmp-" in p.name]
+
+
+def test_memory_files_skip_links_that_leave_the_workspace(ws: Workspace, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("secret\n", encoding="utf-8")
+    ws.write_text("memory/2026-01-02.md", "- a\n")
+    (ws.root / "memory" / "2026-01-03.md").symlink_to(outside)
+    (ws.root / "memory" / "2026-01-04.md").symlink_to(ws.root / "memory" / "2026-01-02.md")
+    # What search lists, memory_get can read: the escaping link is left out.
+    assert ws.memory_files() == ["memory/2026-01-02.md", "memory/2026-01-04.md"]
+    for rel in ws.memory_files():
+        ws.relpath(rel)

@@ -20,18 +20,31 @@ processes can share one workspace.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
-import secrets
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path, PurePosixPath
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from memdir._fileio import (
+    atomic_create,
+    atomic_write,
+    file_lock,
+    fsync_dir,
+    locked_append,
+)
 from memdir.errors import ConfigError, WorkspaceError
 
-__all__ = ["Clock", "Workspace", "resolve_workspace_root"]
+__all__ = [
+    "Clock",
+    "Workspace",
+    "atomic_write",
+    "file_lock",
+    "fsync_dir",
+    "locked_append",
+    "resolve_workspace_root",
+]
 
 Clock = Callable[[], datetime]
 """A callable returning the current instant as an aware :class:`datetime`."""
@@ -62,13 +75,18 @@ def resolve_workspace_root(root: str | os.PathLike[str] | None = None) -> Path:
     ``root``, else ``$MEMDIR_WORKSPACE``, else ``./.memdir/workspace``.
     Blank values count as unset. The result is absolute; it need not exist yet.
     """
+    if root is not None and not isinstance(root, str | os.PathLike):
+        raise WorkspaceError(f"workspace path must be a str or a path, not {type(root).__name__}")
     chosen: str | os.PathLike[str] | None = root
     if chosen is None or not str(chosen).strip():
         env = os.environ.get(WORKSPACE_ENV, "").strip()
         chosen = env or DEFAULT_WORKSPACE
     if "\x00" in str(chosen):
         raise WorkspaceError("workspace path contains a NUL byte")
-    return Path(chosen).expanduser().absolute()
+    try:
+        return Path(chosen).expanduser().absolute()
+    except (TypeError, RuntimeError) as exc:  # bytes paths; "~" without a home directory
+        raise WorkspaceError(f"cannot use {chosen!r} as the workspace path: {exc}") from None
 
 
 def _parse_zone(tz: tzinfo | str | None) -> tzinfo | None:
@@ -86,6 +104,10 @@ def _parse_zone(tz: tzinfo | str | None) -> tzinfo | None:
             raise ConfigError(
                 f"unknown time zone {tz!r}: use an IANA name such as 'Europe/Paris' or 'UTC'"
             ) from exc
+    if not isinstance(tz, tzinfo):
+        raise ConfigError(
+            f"time zone must be a tzinfo or an IANA name such as 'UTC', not {type(tz).__name__}"
+        )
     return tz
 
 
@@ -114,6 +136,10 @@ class Workspace:
     ) -> None:
         self.root = resolve_workspace_root(root)
         self.tz = _parse_zone(tz)
+        if clock is not None and not callable(clock):
+            raise ConfigError(
+                f"clock must be a callable returning an aware datetime, not {type(clock).__name__}"
+            )
         self._clock: Clock = clock or _utc_now
         if self.root.exists() and not self.root.is_dir():
             raise WorkspaceError(f"workspace {self.root} exists and is not a directory")
@@ -182,16 +208,20 @@ class Workspace:
 
     # -- time ---------------------------------------------------------------------------
 
+    def _instant(self) -> datetime:
+        instant = self._clock()
+        if not isinstance(instant, datetime) or instant.tzinfo is None:
+            raise ConfigError("the workspace clock must return an aware datetime")
+        return instant
+
     def now(self) -> datetime:
         """The current instant in the workspace's zone (aware)."""
-        instant = self._clock()
-        if instant.tzinfo is None:
-            raise ConfigError("the workspace clock must return an aware datetime")
+        instant = self._instant()
         return instant.astimezone(self.tz) if self.tz is not None else instant.astimezone()
 
     def utc_now(self) -> datetime:
         """The current instant in UTC."""
-        return self._clock().astimezone(UTC)
+        return self._instant().astimezone(UTC)
 
     def today(self) -> date:
         """Today's date in the workspace's zone."""
@@ -216,9 +246,11 @@ class Workspace:
         workspace. Raises :class:`WorkspaceError` for NUL bytes, empty paths, ``..`` that
         leaves the workspace, absolute paths outside it, and symlinks that lead out of it.
         """
+        if not isinstance(path, str | os.PathLike):
+            raise WorkspaceError(f"path must be a str or a path, not {type(path).__name__}")
         raw = os.fspath(path)
         if not isinstance(raw, str):
-            raise WorkspaceError("path must be text")
+            raise WorkspaceError("path must be text, not bytes")
         if "\x00" in raw:
             raise WorkspaceError("path contains a NUL byte")
         if not raw.strip():
@@ -262,21 +294,35 @@ class Workspace:
     def memory_files(self) -> list[str]:
         """Workspace-relative paths of every searchable memory file, sorted.
 
-        ``MEMORY.md``, ``memory/*.md`` and ``memory/archive/*.md``; dot-files are skipped.
+        ``MEMORY.md``, ``memory/*.md`` and ``memory/archive/*.md``; dot-files are skipped, and
+        so are symlinks that lead out of the workspace (:meth:`relpath` refuses them too, so
+        nothing is listed that cannot be read back).
         """
+        real_root = self.root.resolve()
         found: list[str] = []
-        if self.memory_md.is_file():
+        if self.memory_md.is_file() and self._inside(self.memory_md, real_root):
             found.append(MEMORY_MD)
         for rel_dir in (MEMORY_DIR, ARCHIVE_DIR):
             directory = self.root / rel_dir
-            if not directory.is_dir():
+            if not directory.is_dir() or not self._inside(directory, real_root):
                 continue
-            for entry in sorted(directory.iterdir()):
-                if entry.name.startswith(".") or entry.suffix != ".md":
-                    continue
-                if entry.is_file():
-                    found.append(f"{rel_dir}/{entry.name}")
+            names: list[str] = []
+            # scandir: file types come with the listing, so plain files cost no stat call.
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    if entry.name.startswith(".") or not entry.name.endswith(".md"):
+                        continue
+                    if entry.is_file() and (
+                        not entry.is_symlink() or self._inside(Path(entry.path), real_root)
+                    ):
+                        names.append(entry.name)
+            found.extend(f"{rel_dir}/{name}" for name in sorted(names))
         return found
+
+    @staticmethod
+    def _inside(path: Path, real_root: Path) -> bool:
+        real = path.resolve()
+        return real == real_root or real_root in real.parents
 
     def ledgers(self, *, archived: bool = False) -> list[tuple[date, str]]:
         """Daily ledgers as ``(date, rel path)`` sorted by date; ``archived`` lists the archive."""
@@ -319,9 +365,22 @@ class Workspace:
     def write_text(self, rel: str | os.PathLike[str], text: str) -> Path:
         """Replace a file atomically: temp file in the same directory, fsync, ``os.replace``.
 
-        Readers see the old file or the new one, never a mix, even if the process dies.
+        Readers see the old file or the new one, never a mix, even if the process dies. The
+        file keeps its permissions; a symlink is written through (the link stays a link).
+
+        Raises:
+            WorkspaceError: the path is not confined, the text is not encodable, or the write
+                failed (the old file is then left as it was).
         """
-        return atomic_write(self.path(rel), text.encode("utf-8"))
+        return atomic_write(self.path(rel), _encode(text))
+
+    def create_text(self, rel: str | os.PathLike[str], text: str) -> bool:
+        """Create a file with ``text`` unless it exists; never replaces an existing file.
+
+        The file appears complete or not at all, and a file another process creates at the
+        same moment wins. Returns whether this call created it.
+        """
+        return atomic_create(self.path(rel), _encode(text))
 
     def append_text(
         self, rel: str | os.PathLike[str], text: str, *, fsync: bool = True
@@ -331,97 +390,35 @@ class Workspace:
         If the file does not end in a newline (a torn earlier write), a newline is written
         first, in the same ``write``. Returns the ``(start, end)`` byte offsets of ``text``.
         """
-        return locked_append(self.path(rel), text.encode("utf-8"), fsync=fsync)
+        return locked_append(self.path(rel), _encode(text), fsync=fsync)
 
     @contextlib.contextmanager
     def lock(self, name: str) -> Iterator[None]:
-        """Hold an exclusive cross-process lock named ``name`` (a file under ``.index/locks``)."""
-        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", name):
-            raise WorkspaceError(f"invalid lock name {name!r}")
-        lock_dir = self.index_dir / "locks"
-        lock_dir.mkdir(parents=True, exist_ok=True)
-        with file_lock(lock_dir / f"{name}.lock"):
+        """Hold an exclusive cross-process lock named ``name`` (a file under ``.index/locks``).
+
+        Raises:
+            WorkspaceError: the name is not 1-100 characters of ``A-Z a-z 0-9 _ . -``, or the
+                lock file cannot be created.
+        """
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", name):
+            raise WorkspaceError(
+                f"invalid lock name {name!r}: use 1-100 characters of A-Z a-z 0-9 _ . -"
+            )
+        with file_lock(self.index_dir / "locks" / f"{name}.lock"):
             yield
 
 
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def atomic_write(target: Path, data: bytes) -> Path:
-    """Write ``data`` to ``target`` atomically (temp + fsync + ``os.replace`` + dir fsync)."""
+def _encode(text: str) -> bytes:
+    if not isinstance(text, str):
+        raise WorkspaceError(f"text must be a str, not {type(text).__name__}")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise WorkspaceError(f"cannot create {target.parent}: {exc.strerror}") from exc
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise WorkspaceError(f"cannot write {target}: {exc.strerror or exc}") from exc
-    _fsync_dir(target.parent)
-    return target
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise WorkspaceError(
+            f"text has a lone surrogate at character {exc.start} (not valid Unicode); "
+            "nothing was written"
+        ) from None
 
 
-def locked_append(target: Path, data: bytes, *, fsync: bool = True) -> tuple[int, int]:
-    """Append ``data`` to ``target`` in one write under ``fcntl.flock``; repair a torn tail.
-
-    Returns the byte offsets ``(start, end)`` of ``data`` in the file.
-    """
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise WorkspaceError(f"cannot open {target} for append: {exc.strerror}") from exc
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            size = os.fstat(fd).st_size
-            prefix = b""
-            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
-                prefix = b"\n"
-            payload = prefix + data
-            view = memoryview(payload)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            if fsync:
-                os.fsync(fd)
-            start = size + len(prefix)
-            return start, start + len(data)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    except OSError as exc:
-        raise WorkspaceError(f"cannot append to {target}: {exc.strerror}") from exc
-    finally:
-        os.close(fd)
-
-
-@contextlib.contextmanager
-def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
-    """Hold an ``fcntl.flock`` on ``path`` (created if missing) for the ``with`` block."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+# Older private name, still imported by memdir.memory._retention.
+_fsync_dir = fsync_dir

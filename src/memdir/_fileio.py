@@ -1,0 +1,166 @@
+"""File primitives the workspace is built on: atomic rewrites, locked appends, file locks.
+
+Rewrites go through a synced temp file and ``os.replace``; appends are one ``write`` under an
+``fcntl`` lock and are rolled back if they fail part-way; both keep a file's permissions and
+write through symlinks. Errors are :class:`~memdir.errors.WorkspaceError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from memdir.errors import WorkspaceError
+
+__all__ = ["atomic_create", "atomic_write", "file_lock", "fsync_dir", "locked_append"]
+
+
+def fsync_dir(directory: Path) -> None:
+    """Flush a directory entry to disk (a new or renamed file survives a crash); best effort."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write(target: Path, data: bytes) -> Path:
+    """Write ``data`` to ``target`` atomically (temp + fsync + ``os.replace`` + dir fsync).
+
+    An existing file keeps its permission bits (a private ``MEMORY.md`` stays private), and a
+    symlink is written through to the file it names.
+    """
+    target = _through_link(target)
+    tmp = _write_temp(target, data)
+    try:
+        os.replace(tmp, target)
+    except OSError as exc:
+        _discard(tmp)
+        raise WorkspaceError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    fsync_dir(target.parent)
+    return target
+
+
+def atomic_create(target: Path, data: bytes) -> bool:
+    """Create ``target`` holding ``data`` unless it exists; returns whether it was created.
+
+    The file appears complete or not at all (``os.link`` of a synced temp file), and an
+    existing file, even one created a moment ago by another process, is never replaced.
+    """
+    target = _through_link(target)
+    tmp = _write_temp(target, data)
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise WorkspaceError(f"cannot create {target}: {exc.strerror or exc}") from exc
+    finally:
+        _discard(tmp)
+    fsync_dir(target.parent)
+    return True
+
+
+def _through_link(target: Path) -> Path:
+    return target.resolve() if target.is_symlink() else target
+
+
+def _discard(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
+
+
+def _write_temp(target: Path, data: bytes) -> Path:
+    """A synced temp file next to ``target`` holding ``data``, with ``target``'s mode."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot create {target.parent}: {exc.strerror}") from exc
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.fchmod(fd, stat.S_IMODE(target.stat().st_mode))
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        _discard(tmp)
+        raise WorkspaceError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    return tmp
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def locked_append(target: Path, data: bytes, *, fsync: bool = True) -> tuple[int, int]:
+    """Append ``data`` to ``target`` in one write under ``fcntl.flock``; repair a torn tail.
+
+    If the write fails part-way (disk full, an interrupt), the file is truncated back to its
+    old size, so no partial line is left behind. Returns the byte offsets ``(start, end)`` of
+    ``data`` in the file.
+    """
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot open {target} for append: {exc.strerror}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            size = os.fstat(fd).st_size
+            prefix = b""
+            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+                prefix = b"\n"
+            try:
+                _write_all(fd, prefix + data)
+                if fsync:
+                    os.fsync(fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise
+            start = size + len(prefix)
+            return start, start + len(data)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot append to {target}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
+    """Hold an ``fcntl.flock`` on ``path`` (created if missing) for the ``with`` block.
+
+    Raises:
+        WorkspaceError: the lock file cannot be created or locked.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot create lock file {path}: {exc.strerror or exc}") from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot lock {path}: {exc.strerror or exc}") from exc
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
