@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memdir.errors import ConfigError, WorkspaceError
+from memdir.errors import ConfigError, MemdirError, WorkspaceError
 from memdir.ledger import append_bullets, normalize_bullet
 from memdir.workspace import Workspace, resolve_workspace_root
 
@@ -226,3 +226,17 @@ def test_memory_files_skip_links_that_leave_the_workspace(ws: Workspace, tmp_pat
     assert ws.memory_files() == ["memory/2026-01-02.md", "memory/2026-01-04.md"]
     for rel in ws.memory_files():
         ws.relpath(rel)
+
+
+def test_append_bullets_refuses_a_bare_string(ws: Workspace) -> None:
+    # A str is an iterable of characters: it must not become one bullet per letter.
+    with pytest.raises(MemdirError, match="list of bullet strings"):
+        append_bullets(ws, "remember this", header="Memory Add")  # type: ignore[arg-type]
+    assert not ws.path(ws.ledger_rel()).exists()
+
+
+def test_append_bullets_keeps_the_header_on_one_line(ws: Workspace) -> None:
+    rel, first, last = append_bullets(ws, ["alpha"], header="Memory\nAdd")
+    lines = ws.read_text(rel).splitlines()
+    assert lines[first - 2].startswith("## Memory Add — ")
+    assert lines[first - 1] == lines[last - 1] == "- alpha"

@@ -26,15 +26,25 @@ def normalize_bullet(text: str) -> str:
 
 
 def format_block(bullets: Iterable[str], *, header: str, instant: str) -> str:
-    """Render a ledger block; every bullet becomes one ``- `` line (inner newlines flattened)."""
+    """Render a ledger block; every bullet becomes one ``- `` line (inner newlines flattened).
+
+    Raises:
+        MemdirError: ``bullets`` is a string rather than a list of strings, a bullet is not
+            a string, or no bullet has any text.
+    """
+    if isinstance(bullets, str) or not isinstance(bullets, Iterable):
+        raise MemdirError(f"bullets must be a list of bullet strings, not {type(bullets).__name__}")
     lines = []
     for bullet in bullets:
+        if not isinstance(bullet, str):
+            raise MemdirError(f"a bullet must be a string, not {type(bullet).__name__}")
         body = _SPACE.sub(" ", _BULLET_PREFIX.sub("", bullet.strip(), count=1)).strip()
         if body:
             lines.append(f"- {body}")
     if not lines:
         raise MemdirError("a ledger block needs at least one non-blank bullet")
-    return f"\n## {header} — {instant}\n" + "\n".join(lines) + "\n"
+    title = _SPACE.sub(" ", header).strip()  # the heading must stay one line
+    return f"\n## {title} — {instant}\n" + "\n".join(lines) + "\n"
 
 
 def append_bullets(
