@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memdir.errors import SessionLogError
+from memdir.errors import SessionLogError, WorkspaceError
 from memdir.messages import ImageBlock, Msg, TextBlock, ThinkingBlock, ToolUseBlock
 from memdir.sessions import LogSpan, SessionLog, list_sessions
 from memdir.workspace import Workspace
@@ -425,3 +425,45 @@ def test_appending_while_the_caller_holds_a_session_wide_lock(ws: Workspace) -> 
     worker.start()
     worker.join(timeout=60)
     assert done.is_set(), "append deadlocked on the caller's lock"
+
+
+def test_a_deeply_nested_line_is_reported_not_fatal(ws: Workspace) -> None:
+    log = SessionLog(ws, "s1")
+    log.append([Msg.user("before")])
+    with log.path.open("ab") as fh:
+        fh.write(b"[" * 100_000 + b"\n")
+    # The damaged line neither breaks reading nor the next append.
+    assert log.append([Msg.user("after")]) is not None
+    result = log.read()
+    assert [r.msg.text for r in result.records] == ["before", "after"]
+    assert [line for line, _ in result.malformed] == [2]
+
+
+def test_a_lock_failure_is_a_session_log_error(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = SessionLog(ws, "s1")
+
+    def no_locks(name: str) -> Any:
+        raise WorkspaceError("cannot create lock file: Read-only file system")
+
+    monkeypatch.setattr(ws, "lock", no_locks)
+    with pytest.raises(SessionLogError, match=r"cannot lock session log.*Read-only"):
+        log.append([Msg.user("x")])
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda ws: SessionLog("not a workspace", "s1"), "Workspace"),  # type: ignore[arg-type]
+        (lambda ws: SessionLog(ws, "s1").append(None), "list of Msg"),  # type: ignore[arg-type]
+        (lambda ws: SessionLog(ws, "s1").append(Msg.user("x")), "list of Msg"),  # type: ignore[arg-type]
+        (lambda ws: SessionLog(ws, "s1").messages("2"), "start_line"),  # type: ignore[arg-type]
+        (lambda ws: SessionLog(ws, "s1").messages(1, 2.5), "end_line"),  # type: ignore[arg-type]
+    ],
+)
+def test_wrong_argument_types_are_session_log_errors(
+    ws: Workspace, call: Any, message: str
+) -> None:
+    with pytest.raises(SessionLogError, match=message):
+        call(ws)

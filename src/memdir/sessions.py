@@ -33,7 +33,7 @@ from typing import Any
 
 from memdir.errors import MemdirError, SessionLogError, WorkspaceError
 from memdir.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from memdir.workspace import SESSIONS_DIR, Workspace, locked_append
+from memdir.workspace import SESSIONS_DIR, Workspace, fsync_dir, locked_append
 
 __all__ = [
     "LOG_SUFFIX",
@@ -146,6 +146,11 @@ class SessionLog:
         *,
         redact: Redactor | None = None,
     ) -> None:
+        if not isinstance(workspace, Workspace):
+            raise SessionLogError(
+                f"SessionLog needs a Workspace, not {type(workspace).__name__}: "
+                "pass Workspace(path)"
+            )
         self.workspace = workspace
         self.session_id = validate_session_id(session_id)
         self.rel_path = f"{SESSIONS_DIR}/{session_id}{LOG_SUFFIX}"
@@ -173,6 +178,8 @@ class SessionLog:
             SessionLogError: the log cannot be written; the file is left as it was.
             MessageFormatError: a message is not JSON-serialisable (nothing is written).
         """
+        if isinstance(msgs, Msg | str | bytes | dict) or not isinstance(msgs, Iterable):
+            raise SessionLogError(f"append takes a list of Msg, not {type(msgs).__name__}")
         batch = list(msgs)
         for msg in batch:
             if not isinstance(msg, Msg):
@@ -206,7 +213,8 @@ class SessionLog:
                     ) from exc
                 raise
             if created and fsync:
-                _fsync_dir(self.path.parent)
+                # A new file's directory entry must reach the disk too.
+                fsync_dir(self.path.parent)
             first = scan.lines + (1 if torn else 0) + 1
             written = {m.id for m in fresh} | ({scan.tail_id} if scan.tail_id else set())
             self._remember(scan, end, first - 1 + len(fresh), written)
@@ -244,11 +252,13 @@ class SessionLog:
         name = f"session-log-{self.session_id}"
         if len(name) > 100:
             name = "session-log-" + hashlib.sha256(self.session_id.encode()).hexdigest()[:40]
-        try:
-            with self.workspace.lock(name):
-                yield
-        except OSError as exc:
-            raise SessionLogError(f"cannot lock session log {self.rel_path}: {exc}") from exc
+        with contextlib.ExitStack() as stack:
+            # Only taking the lock is wrapped: errors of the locked work keep their own text.
+            try:
+                stack.enter_context(self.workspace.lock(name))
+            except (WorkspaceError, OSError) as exc:
+                raise SessionLogError(f"cannot lock session log {self.rel_path}: {exc}") from exc
+            yield
 
     # -- the id cache -------------------------------------------------------------------------
 
@@ -321,6 +331,9 @@ class SessionLog:
         Raises:
             SessionLogError: a line number below 1 or an end before the start.
         """
+        for name, value in (("start_line", start_line), ("end_line", end_line)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise SessionLogError(f"{name} must be an int, not {type(value).__name__}")
         if start_line is not None and start_line < 1:
             raise SessionLogError("start_line must be 1 or more")
         if end_line is not None and end_line < (start_line or 1):
@@ -371,7 +384,7 @@ def _record_id(raw: bytes) -> str | None:
     try:
         data = json.loads(raw)
         msg_id = data["msg"]["id"]
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, RecursionError):
         return None
     return msg_id if isinstance(msg_id, str) else None
 
@@ -386,6 +399,8 @@ def _parse(raw: bytes, number: int) -> tuple[LogRecord | None, str]:
         return None, f"invalid JSON ({exc.msg} at column {exc.colno})"
     except ValueError as exc:  # e.g. a number too long to convert
         return None, f"invalid JSON ({exc})"
+    except RecursionError:
+        return None, "invalid JSON (nested too deeply)"
     if not isinstance(data, dict):
         return None, "not a JSON object"
     if data.get("v") != RECORD_VERSION:
@@ -441,16 +456,6 @@ def _redact_message(msg: Msg, redact: Redactor) -> Msg:
                 block = replace(block, output=parts)
         blocks.append(block)
     return msg.with_content(blocks)
-
-
-def _fsync_dir(directory: Path) -> None:
-    # A new file's directory entry must reach the disk too, or a crash can lose the file.
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def list_sessions(workspace: Workspace) -> list[str]:
