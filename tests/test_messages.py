@@ -639,3 +639,67 @@ def test_repair_leaves_a_well_formed_conversation_alone() -> None:
     call = ToolUseBlock(id="c1", name="t", input={})
     msgs = [Msg.user("go"), Msg.assistant(tool_calls=[call]), Msg.tool_result("c1", "ok")]
     assert repair_tool_pairing(msgs) == msgs
+
+
+# -- wrong types and hostile input give MessageFormatError, never a bare TypeError -------------
+
+
+def _nested(depth: int) -> object:
+    value: object = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+_DEEP = "[" * 5_000 + "]" * 5_000
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: Msg(role=["user"]),  # type: ignore[arg-type]
+        lambda: Msg.from_dict({"role": {"r": 1}, "content": []}),
+        lambda: Msg.tool_result("c1", "out", name=5),  # type: ignore[arg-type]
+        lambda: Msg(role="user", content=[ImageBlock(source="https://x/a.png", media_type=5)]),  # type: ignore[arg-type]
+        lambda: to_openai(None),  # type: ignore[arg-type]
+        lambda: to_openai(Msg.user("a single message")),  # type: ignore[arg-type]
+        lambda: from_openai(None),  # type: ignore[arg-type]
+        lambda: from_openai({"role": "user", "content": "hi"}),  # type: ignore[arg-type]
+        lambda: to_anthropic(None),  # type: ignore[arg-type]
+        lambda: from_anthropic(123, []),  # type: ignore[arg-type]
+        lambda: from_anthropic(None, None),  # type: ignore[arg-type]
+        lambda: msgs_to_json(None),  # type: ignore[arg-type]
+        lambda: msgs_from_json(_DEEP),
+        lambda: dangling_tool_calls(None),  # type: ignore[arg-type]
+        lambda: repair_tool_pairing("hello"),  # type: ignore[arg-type]
+        lambda: Msg.assistant(
+            tool_calls=[ToolUseBlock(id="c1", name="f", input={"x": _nested(5_000)})]
+        ).to_dict(),
+        lambda: from_anthropic(
+            None,
+            [{"role": "user", "content": [{"type": "image", "source": {"type": "base64"}}]}],
+        ),
+    ],
+)
+def test_bad_input_is_a_message_format_error(call: object) -> None:
+    with pytest.raises(MessageFormatError):
+        call()  # type: ignore[operator]
+
+
+def test_deeply_nested_tool_arguments_are_kept_verbatim() -> None:
+    wire = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": _DEEP}}
+            ],
+        }
+    ]
+    (msg,) = from_openai(wire)
+    assert msg.tool_uses[0].input == {RAW_ARGUMENTS_KEY: _DEEP}
+
+
+def test_converters_name_the_item_that_is_not_a_message() -> None:
+    with pytest.raises(MessageFormatError, match=r"to_openai: item #1 is a dict, not a Msg"):
+        to_openai([Msg.user("hi"), {"role": "user", "content": "raw"}])  # type: ignore[list-item]

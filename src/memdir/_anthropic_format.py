@@ -25,6 +25,7 @@ from memdir._msg import (
     ToolResultBlock,
     ToolUseBlock,
     UnknownRoleError,
+    as_list,
 )
 from memdir._openai_format import media_type_of
 
@@ -35,7 +36,7 @@ def to_anthropic(msgs: Iterable[Msg]) -> tuple[str | None, list[dict[str, Any]]]
     """Messages as ``(system, messages)`` for the Anthropic Messages API."""
     system: list[str] = []
     turns: list[dict[str, Any]] = []
-    for msg in msgs:
+    for msg in as_list(msgs, "to_anthropic", of_msgs=True):
         if msg.role == "system":
             if msg.text.strip():
                 system.append(msg.text)
@@ -102,12 +103,15 @@ def from_anthropic(
         MessageFormatError: for an unsupported block type or other malformed input.
     """
     out: list[Msg] = []
+    turns = as_list(messages, "from_anthropic")
+    if system is not None and not isinstance(system, str):
+        system = as_list(system, "the system prompt")
     if system:
         text = system if isinstance(system, str) else "\n\n".join(_texts(system))
         if text:
             out.append(Msg.system(text))
     call_names: dict[str, str] = {}
-    for index, turn in enumerate(messages):
+    for index, turn in enumerate(turns):
         try:
             msgs = _turn_in(turn, call_names)
         except MessageFormatError as exc:
@@ -215,6 +219,8 @@ def _image_in(raw: Mapping[str, Any]) -> ImageBlock:
         raise MessageFormatError("image block has no 'source'")
     if source.get("type") == "base64":
         media_type = source.get("media_type")
+        if not isinstance(media_type, str) or not media_type:
+            raise MessageFormatError("base64 image source has no 'media_type'")
         uri = f"data:{media_type};base64,{source.get('data', '')}"
         return ImageBlock(source=uri, media_type=media_type)
     if source.get("type") == "url" and source.get("url"):

@@ -161,7 +161,7 @@ class Msg:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.role not in _ROLES:
+        if not isinstance(self.role, str) or self.role not in _ROLES:
             raise UnknownRoleError(
                 f"unknown message role {self.role!r}: use one of {', '.join(sorted(_ROLES))}"
             )
@@ -279,7 +279,7 @@ class Msg:
             data["metadata"] = dict(self.metadata)
         try:
             json.dumps(data, allow_nan=False)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise MessageFormatError(f"message {self.id} is not JSON-serialisable: {exc}") from exc
         return data
 
@@ -330,6 +330,8 @@ def _check_block(block: Block) -> None:
         _need_str(block.source, "image block 'source'")
         if not block.source:
             raise MessageFormatError("an image block needs a URL or data: URI source")
+        if block.media_type is not None:
+            _need_str(block.media_type, "image block 'media_type'")
     elif isinstance(block, ToolUseBlock):
         if not isinstance(block.id, str) or not block.id:
             raise MissingToolCallIdError(f"tool call {block.name!r} has no id")
@@ -340,6 +342,8 @@ def _check_block(block: Block) -> None:
     else:
         if not isinstance(block.tool_use_id, str) or not block.tool_use_id:
             raise MissingToolCallIdError("a tool result has no tool_use_id")
+        if block.name is not None:
+            _need_str(block.name, "tool result 'name'")
         if isinstance(block.output, list):
             for part in block.output:
                 if not isinstance(part, TextBlock | ImageBlock):
@@ -349,6 +353,26 @@ def _check_block(block: Block) -> None:
                 _check_block(part)
         else:
             _need_str(block.output, "tool result 'output'")
+
+
+def as_list(value: object, what: str, *, of_msgs: bool = False) -> list[Any]:
+    """``value`` (an iterable of items) as a list, for the list-taking functions.
+
+    Raises:
+        MessageFormatError: ``value`` is ``None``, a single message, a string, a mapping or
+            not iterable (a common slip is passing one message where a list is expected), or
+            ``of_msgs`` is set and an item is not a :class:`Msg`.
+    """
+    if isinstance(value, Msg | str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise MessageFormatError(f"{what} takes a list, not {type(value).__name__}")
+    items = list(value)
+    if of_msgs:
+        for index, item in enumerate(items):
+            if not isinstance(item, Msg):
+                raise MessageFormatError(
+                    f"{what}: item #{index} is a {type(item).__name__}, not a Msg"
+                )
+    return items
 
 
 def _need_str(value: object, what: str) -> None:

@@ -23,6 +23,7 @@ from memdir._msg import (
     ToolResultBlock,
     ToolUseBlock,
     UnknownRoleError,
+    as_list,
 )
 
 __all__ = ["RAW_ARGUMENTS_KEY", "from_openai", "media_type_of", "parse_arguments", "to_openai"]
@@ -34,7 +35,7 @@ RAW_ARGUMENTS_KEY = "_raw_arguments"
 def to_openai(msgs: Iterable[Msg]) -> list[dict[str, Any]]:
     """Messages in the OpenAI chat format (``messages=`` of ``/chat/completions``)."""
     out: list[dict[str, Any]] = []
-    for msg in msgs:
+    for msg in as_list(msgs, "to_openai", of_msgs=True):
         if msg.role == "tool":
             out.extend(
                 {"role": "tool", "tool_call_id": r.tool_use_id, "content": _result_content(r)}
@@ -121,7 +122,7 @@ def parse_arguments(arguments: object) -> dict[str, Any]:
     if isinstance(arguments, str):
         try:
             parsed = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = None
         if isinstance(parsed, dict):
             return parsed
@@ -142,7 +143,7 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Msg]:
     """
     out: list[Msg] = []
     call_names: dict[str, str] = {}
-    for index, item in enumerate(messages):
+    for index, item in enumerate(as_list(messages, "from_openai")):
         try:
             msg = _msg_from_openai(item, call_names)
         except MessageFormatError as exc:

@@ -35,6 +35,7 @@ from memdir._msg import (
     ToolResultBlock,
     ToolUseBlock,
     UnknownRoleError,
+    as_list,
     block_from_dict,
     block_to_dict,
 )
@@ -75,7 +76,11 @@ MISSING_RESULT_TEXT = (
 
 def msgs_to_json(msgs: Iterable[Msg]) -> str:
     """Serialise messages as a JSON array (UTF-8 text, non-ASCII kept as is)."""
-    return json.dumps([m.to_dict() for m in msgs], ensure_ascii=False, allow_nan=False)
+    return json.dumps(
+        [m.to_dict() for m in as_list(msgs, "msgs_to_json", of_msgs=True)],
+        ensure_ascii=False,
+        allow_nan=False,
+    )
 
 
 def msgs_from_json(text: str | bytes) -> list[Msg]:
@@ -88,6 +93,8 @@ def msgs_from_json(text: str | bytes) -> list[Msg]:
         data = json.loads(text)
     except (TypeError, ValueError) as exc:
         raise MessageFormatError(f"messages are not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise MessageFormatError("messages are not valid JSON: nested too deeply") from None
     if not isinstance(data, list):
         raise MessageFormatError("messages JSON must be an array")
     return [Msg.from_dict(d) for d in data]
@@ -95,6 +102,7 @@ def msgs_from_json(text: str | bytes) -> list[Msg]:
 
 def dangling_tool_calls(msgs: Sequence[Msg]) -> list[ToolUseBlock]:
     """Tool calls that no later ``tool`` message answers, in conversation order."""
+    msgs = as_list(msgs, "dangling_tool_calls", of_msgs=True)
     answered = {r.tool_use_id for m in msgs for r in m.tool_results}
     return [c for m in msgs for c in m.tool_uses if c.id not in answered]
 
@@ -127,7 +135,7 @@ def repair_tool_pairing(msgs: Sequence[Msg]) -> list[Msg]:
             out.append(Msg.user("\n\n".join(_quote_result(r) for r in orphans)))
             orphans.clear()
 
-    for msg in msgs:
+    for msg in as_list(msgs, "repair_tool_pairing", of_msgs=True):
         if msg.role == "tool":
             kept: list[Block] = []
             for result in msg.tool_results:
