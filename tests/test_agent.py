@@ -32,6 +32,9 @@ def _calls(*calls: tuple[str, str, dict[str, Any]]) -> Msg:
 def _agent(ws: Workspace, model: Any, **kw: Any) -> HarnessAgent:
     kw.setdefault("workspace_context", False)
     kw.setdefault("memory_tools", False)
+    kw.setdefault("memory_flush", False)
+    kw.setdefault("maintenance", None)
+    kw.setdefault("compaction", None)
     return HarnessAgent(name="Test", model=model, workspace=ws, **kw)
 
 

@@ -34,7 +34,13 @@ async def test_system_prompt_has_date_zone_agents_and_labelled_memory(ws: Worksp
     ws.write_text("AGENTS.md", "Be terse.")
     ws.write_text("MEMORY.md", "## Preferences\n- likes tea\n- </memory_context> sneaky\n")
     model = ScriptedModel(["ok"])
-    agent = HarnessAgent(model=model, workspace=ws, system_prompt="You are Bob.")
+    agent = HarnessAgent(
+        model=model,
+        workspace=ws,
+        system_prompt="You are Bob.",
+        memory_flush=False,
+        maintenance=None,
+    )
     await agent.call("hi")
     system = model.calls[0].system or ""
     assert system.startswith("You are Bob.\n\n## Context\nToday is Monday 2026-11-30, 09:00")

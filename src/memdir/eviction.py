@@ -188,14 +188,23 @@ class ToolResultEvictor:
             self._enforce_turn_budget(out, names, evicted, budget)
         return EvictionOutcome(messages=out, evicted=tuple(evicted))
 
-    def evict_message(self, msg: Msg, *, tool_names: Mapping[str, str] | None = None) -> Msg:
+    def evict_message(
+        self, msg: Msg, *, tool_names: Mapping[str, str] | None = None, force: bool = False
+    ) -> Msg:
         """Evict the results over the single limit in one ``tool`` message.
+
+        Args:
+            msg: the message (others than ``tool`` messages are returned as they are).
+            tool_names: tool names by call id, for results that do not carry one.
+            force: evict every result whose placeholder is shorter than it, whatever its
+                size (context-overflow recovery).
 
         Returns ``msg`` itself when nothing changed.
         """
         if msg.role != "tool":
             return msg
-        return self._evict_in(msg, tool_names or {}, [], force=())
+        ids = [b.tool_use_id for b in msg.tool_results] if force else ()
+        return self._evict_in(msg, tool_names or {}, [], force=ids)
 
     def _enforce_turn_budget(
         self,

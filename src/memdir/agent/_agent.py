@@ -24,11 +24,14 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Final, TypeAlias
 
+from memdir.agent._context import WorkspaceContextHook
 from memdir.agent._file_tools import FILE_TOOLS
+from memdir.agent._overflow import MAX_RECOVERY_ATTEMPTS, recover_from_overflow
 from memdir.agent._state import SessionStore, check_session_id, repair_dangling
 from memdir.agent._toolkit import Tool, tool_from_function
 from memdir.agent.events import (
     AgentEvent,
+    ContextOverflowEvent,
     PostActingEvent,
     PostCallEvent,
     PostReasoningEvent,
@@ -36,9 +39,23 @@ from memdir.agent.events import (
     PreCallEvent,
     PreReasoningEvent,
 )
-from memdir.agent.hooks import HookFn, HookRegistry, ToolResultEvictionHook, merge_metadata
+from memdir.agent.hooks import (
+    CompactionHook,
+    HookFn,
+    HookRegistry,
+    MemoryFlushHook,
+    ToolResultEvictionHook,
+    merge_metadata,
+)
+from memdir.compaction import CompactionConfig, ConversationCompactor, is_context_overflow
 from memdir.errors import ConfigError, MemdirError
-from memdir.eviction import ToolResultEvictionConfig
+from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
+from memdir.memory import (
+    MaintenanceConfig,
+    MemoryConsolidator,
+    MemoryFlushManager,
+    MemoryMaintenanceScheduler,
+)
 from memdir.messages import Msg, ToolResultBlock, ToolUseBlock
 from memdir.models import ChatModel, ModelResponse, ToolSpec
 from memdir.workspace import Workspace
@@ -51,6 +68,8 @@ AgentInput: TypeAlias = str | Msg | Sequence[Msg] | None
 _Emit: TypeAlias = Callable[[AgentEvent], Awaitable[None]]
 
 _DEFAULT_EVICTION: Final = ToolResultEvictionConfig.defaults()
+_DEFAULT_COMPACTION: Final = CompactionConfig()
+_DEFAULT_MAINTENANCE: Final = MaintenanceConfig()
 _LAST_ROUND_NOTE: Final = (
     "You have used every tool call available for this request. Answer now with what you have; "
     "say what is still open."
@@ -71,7 +90,14 @@ class HarnessAgent:
         system_prompt: the base system prompt; the workspace context is appended to it.
         tools: extra tools: plain functions (schema from signature and docstring) or
             :class:`~memdir.agent.Tool` objects.
+        compaction: when and how the conversation is compacted (on by default); ``None``
+            turns compaction, and with it context-overflow recovery, off.
         tool_result_eviction: eviction settings; ``None`` turns eviction off.
+        memory_flush: extract durable facts into ``memory/YYYY-MM-DD.md`` after each reply
+            (in the background) and before each compaction.
+        memory_model: the model for memory extraction and consolidation (default: ``model``).
+        maintenance: settings of the background maintenance (archive, consolidate into
+            MEMORY.md, prune, reindex), started at the first call; ``None`` turns it off.
         session_id: the default session (``call(..., session_id=...)`` picks another).
         max_iters: model calls with tools per ``call()``; one more, without tools, forces a
             final answer.
@@ -96,7 +122,11 @@ class HarnessAgent:
         workspace: Workspace | str | os.PathLike[str] | None = None,
         system_prompt: str | None = None,
         tools: Sequence[Callable[..., Any] | Tool] = (),
+        compaction: CompactionConfig | None = _DEFAULT_COMPACTION,
         tool_result_eviction: ToolResultEvictionConfig | None = _DEFAULT_EVICTION,
+        memory_flush: bool = True,
+        memory_model: ChatModel | None = None,
+        maintenance: MaintenanceConfig | None = _DEFAULT_MAINTENANCE,
         session_id: str = "default",
         max_iters: int = 20,
         memory_tools: bool = True,
@@ -141,16 +171,41 @@ class HarnessAgent:
         if tool_result_eviction is not None:
             self.eviction_hook = ToolResultEvictionHook(self.workspace, tool_result_eviction)
             self._hooks.add(self.eviction_hook)
-        self.context_hook: Any = None
+        self.context_hook: WorkspaceContextHook | None = None
         if workspace_context:
-            from memdir.agent._context import WorkspaceContextHook
-
             self.context_hook = WorkspaceContextHook(
                 self.workspace,
                 max_context_tokens=max_context_tokens,
                 memory_tools=memory_tools,
+                auto_memory=memory_flush,
             )
             self._hooks.add(self.context_hook)
+        memory_model = memory_model or model
+        self.scheduler: MemoryMaintenanceScheduler | None = None
+        if maintenance is not None:
+            consolidator = MemoryConsolidator(
+                self.workspace, memory_model, max_memory_tokens=maintenance.max_memory_tokens
+            )
+            self.scheduler = MemoryMaintenanceScheduler(
+                self.workspace, consolidator, config=maintenance
+            )
+        self.flush_manager: MemoryFlushManager | None = None
+        if memory_flush:
+            self.flush_manager = MemoryFlushManager(
+                self.workspace, memory_model, scheduler=self.scheduler
+            )
+            self._hooks.add(MemoryFlushHook(self.flush_manager))
+        self.compaction_hook: CompactionHook | None = None
+        if compaction is not None:
+            compactor = ConversationCompactor(
+                model, self.workspace, compaction, on_flush=self._flush_before_compaction
+            )
+            self.compaction_hook = CompactionHook(compactor)
+            self._hooks.add(self.compaction_hook)
+
+    async def _flush_before_compaction(self, msgs: Sequence[Msg], *, session_id: str) -> None:
+        if self.flush_manager is not None:
+            await self.flush_manager.flush_memories(msgs, session_id=session_id)
 
     # -- tools and hooks ------------------------------------------------------------------
 
@@ -236,7 +291,7 @@ class HarnessAgent:
     async def _session_guard(self, sid: str) -> AsyncIterator[None]:
         lock = self._locks.setdefault(sid, asyncio.Lock())
         async with lock:
-            path = self.workspace.index_dir / "locks" / f"session-{sid}.lock"
+            path = self.workspace.index_dir / "locks" / f"agent-session-{sid}.lock"
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
@@ -329,6 +384,8 @@ class HarnessAgent:
     async def _run(self, input: AgentInput, session_id: str | None, emit: _Emit | None) -> Msg:
         sid = check_session_id(session_id or self.session_id)
         inputs = _coerce_input(input)
+        if self.scheduler is not None and not self.scheduler.running:
+            self.scheduler.start()
         async with self._session_guard(sid):
             history = self._history(sid)
             new: list[Msg] = []
@@ -409,25 +466,89 @@ class HarnessAgent:
     async def _reason(
         self, sid: str, iteration: int, emit: _Emit | None, *, last_round: bool
     ) -> ModelResponse:
-        event = PreReasoningEvent(
-            agent=self,
+        attempt = 0
+        while True:
+            event = PreReasoningEvent(
+                agent=self,
+                session_id=sid,
+                messages=list(self._history(sid)),
+                system=self.system_prompt,
+                tools=[] if last_round else self.tools,
+                iteration=iteration,
+                forced_compaction=attempt,
+                _commit=lambda msgs: self._commit(sid, msgs),
+            )
+            await self._emit(event, emit)
+            system = event.system
+            if last_round:
+                system = f"{system}\n\n{_LAST_ROUND_NOTE}" if system else _LAST_ROUND_NOTE
+            try:
+                return await self.model.generate(
+                    event.messages,
+                    tools=event.tools or None,
+                    system=system,
+                    max_output_tokens=self.max_output_tokens,
+                )
+            except Exception as exc:
+                if not is_context_overflow(exc):
+                    raise
+                attempt += 1
+                recovered = await self._recover(sid, event, system, attempt, exc)
+                await self._emit(
+                    ContextOverflowEvent(
+                        agent=self, session_id=sid, error=exc, attempt=attempt, recovered=recovered
+                    ),
+                    emit,
+                )
+                if not recovered:
+                    raise
+
+    async def _recover(
+        self,
+        sid: str,
+        event: PreReasoningEvent,
+        system: str | None,
+        attempt: int,
+        exc: Exception,
+    ) -> bool:
+        """Compact (and shrink) the session after an overflow; whether a retry makes sense."""
+        if self.compaction_hook is None:
+            exc.add_note(
+                "memdir: the conversation no longer fits the model's context window and "
+                "compaction is off; pass compaction=CompactionConfig() to HarnessAgent to "
+                "compact and retry automatically"
+            )
+            return False
+        if attempt > MAX_RECOVERY_ATTEMPTS:
+            exc.add_note(
+                f"memdir: still too long after {MAX_RECOVERY_ATTEMPTS} forced compactions; "
+                "lower CompactionConfig.keep_messages / keep_tokens or use a model with a "
+                "larger context window"
+            )
+            return False
+        evictor = (
+            self.eviction_hook.evictor(sid)
+            if self.eviction_hook is not None
+            else ToolResultEvictor(self.workspace, session_id=sid)
+        )
+        smaller = await recover_from_overflow(
+            self.compaction_hook.compactor,
+            evictor,
+            self._history(sid),
             session_id=sid,
-            messages=list(self._history(sid)),
-            system=self.system_prompt,
-            tools=[] if last_round else self.tools,
-            iteration=iteration,
-            _commit=lambda msgs: self._commit(sid, msgs),
-        )
-        await self._emit(event, emit)
-        system = event.system
-        if last_round:
-            system = f"{system}\n\n{_LAST_ROUND_NOTE}" if system else _LAST_ROUND_NOTE
-        return await self.model.generate(
-            event.messages,
-            tools=event.tools or None,
             system=system,
-            max_output_tokens=self.max_output_tokens,
+            tools=event.tools or None,
+            attempt=attempt,
+            context_window=getattr(self.model, "context_window", None),
         )
+        if smaller is None:
+            exc.add_note(
+                "memdir: forced compaction could not make the conversation smaller "
+                "(nothing left to summarise, and no single message is oversized)"
+            )
+            return False
+        self._commit(sid, smaller)
+        return True
 
     async def _act(self, sid: str, calls: Sequence[ToolUseBlock], emit: _Emit | None) -> Msg:
         async def run_one(call: ToolUseBlock) -> tuple[ToolResultBlock, dict[str, Any]]:
@@ -495,11 +616,16 @@ class HarnessAgent:
         on the next call).
         """
         limit = self.close_timeout if timeout is None else timeout
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         if not await self.drain(limit):
             for task in list(self._background):
                 task.cancel()
             logger.warning("background memory work did not finish within %.1f s; cancelled", limit)
             await asyncio.gather(*self._background, return_exceptions=True)
+        if self.scheduler is not None and self.scheduler.running:
+            left = max(0.1, limit - (loop.time() - started))
+            await asyncio.to_thread(self.scheduler.stop, left)
 
     def close_sync(self, timeout: float | None = None) -> None:
         """:meth:`close` for synchronous code; also stops the private event-loop thread."""

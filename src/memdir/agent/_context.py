@@ -94,7 +94,7 @@ class WorkspaceContextHook(Hook):
     """
 
     events = (PreReasoningEvent,)
-    priority = 900
+    priority = 60
 
     def __init__(
         self,

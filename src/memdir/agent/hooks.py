@@ -8,10 +8,14 @@ and the loop goes on without its change.
 Built-in hooks and their priorities::
 
     ToolResultEvictionHook   50   PostActingEvent, PreReasoningEvent
-    CompactionHook          100   PreReasoningEvent
+    WorkspaceContextHook     60   PreReasoningEvent (system prompt)
+    CompactionHook          100   PreReasoningEvent (measures the request the hooks above built)
     (user hooks)            500   by default
-    WorkspaceContextHook    900   PreReasoningEvent
-    MemoryFlushHook         900   PostCallEvent (work runs in the background)
+    MemoryFlushHook         900   PostCallEvent (the work runs in the background)
+
+Eviction and compaction change the stored conversation (``PreReasoningEvent.replace_history``)
+and reset the event's ``messages`` to it; a hook that edits only what the model sees should
+run after them (priority above 100).
 """
 
 from __future__ import annotations
@@ -27,22 +31,27 @@ from memdir.agent.events import (
     AgentEvent,
     HookErrorEvent,
     PostActingEvent,
+    PostCallEvent,
     PreReasoningEvent,
 )
+from memdir.compaction import CompactionResult, ConversationCompactor
 from memdir.errors import ConfigError
 from memdir.eviction import (
     EVICTED_KEY,
     ToolResultEvictionConfig,
     ToolResultEvictor,
 )
+from memdir.memory import MemoryFlushManager
 from memdir.messages import Msg
 from memdir.workspace import Workspace
 
 __all__ = [
     "DEFAULT_PRIORITY",
+    "CompactionHook",
     "Hook",
     "HookFn",
     "HookRegistry",
+    "MemoryFlushHook",
     "ToolResultEvictionHook",
 ]
 
@@ -205,6 +214,62 @@ class ToolResultEvictionHook(Hook):
             outcome = evictor.evict(event.messages)
             if outcome.evicted:
                 event.replace_history(outcome.messages)
+
+
+class CompactionHook(Hook):
+    """Compacts the conversation before a model call when a trigger fires.
+
+    The compactor flushes the prefix to memory and offloads it to the session log before the
+    context changes (see :class:`~memdir.compaction.ConversationCompactor`).
+
+    Args:
+        compactor: the compactor (its config holds the triggers).
+    """
+
+    events = (PreReasoningEvent,)
+    priority = 100
+
+    def __init__(self, compactor: ConversationCompactor) -> None:
+        self.compactor = compactor
+        self.last_result: CompactionResult | None = None
+
+    async def __call__(self, event: Any) -> None:
+        """Compact ``event.messages`` (the stored conversation) if needed."""
+        result = await self.compactor.compact_if_needed(
+            event.messages,
+            session_id=event.session_id,
+            system=event.system,
+            tools=event.tools,
+        )
+        if result is not None:
+            self.last_result = result
+            event.replace_history(result.messages)
+
+
+class MemoryFlushHook(Hook):
+    """After each reply, extracts new facts into the daily ledger, in the background.
+
+    The flush is exactly-once per message (the manager keeps a cursor), so the whole
+    conversation is handed over each time. The reply is never delayed; ``agent.close()``
+    drains the work. A write nudges the manager's scheduler to consolidate.
+
+    Args:
+        manager: the flush manager.
+    """
+
+    events = (PostCallEvent,)
+    priority = 900
+
+    def __init__(self, manager: MemoryFlushManager) -> None:
+        self.manager = manager
+
+    async def __call__(self, event: Any) -> None:
+        """Start the flush of ``event.session_id`` as a background task of the agent."""
+        history = event.agent.history(event.session_id)
+        event.agent.spawn_background(
+            self.manager.flush_memories(history, session_id=event.session_id),
+            name=f"memdir-flush-{event.session_id}",
+        )
 
 
 def merge_metadata(target: dict[str, Any], extra: Mapping[str, Any]) -> None:
