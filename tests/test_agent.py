@@ -19,7 +19,7 @@ from memdir.agent import (
     PreCallEvent,
     PreReasoningEvent,
 )
-from memdir.errors import ConfigError, ModelError
+from memdir.errors import ConfigError, MemdirError, ModelError
 from memdir.messages import Msg, ToolResultBlock, ToolUseBlock
 from memdir.testing import FunctionModel, ModelCall, ScriptedModel
 from memdir.workspace import Workspace
@@ -269,7 +269,7 @@ async def test_sessions_are_separate_and_persist_across_agents(ws: Workspace) ->
     assert len(again.history("beta")) == 2
     again.reset("alpha")
     assert again.history("alpha") == []
-    with pytest.raises(ConfigError):
+    with pytest.raises(MemdirError, match="invalid session id"):
         again.history("../escape")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memdir.agent import HarnessAgent, SessionBusyError
 from memdir.compaction import (
     ClearToolResultsConfig,
     CompactionConfig,
@@ -70,6 +71,7 @@ __all__ = [
     "EstimatingCounter",
     "ExactCounter",
     "FlushResult",
+    "HarnessAgent",
     "ImageBlock",
     "IndexCorruptError",
     "IndexStats",
@@ -87,6 +89,7 @@ __all__ = [
     "Msg",
     "Redactor",
     "SearchHit",
+    "SessionBusyError",
     "SessionLog",
     "SessionLogError",
     "TextBlock",

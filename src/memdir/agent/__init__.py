@@ -31,18 +31,27 @@ from memdir.agent.events import (
     PreCallEvent,
     PreReasoningEvent,
 )
-from memdir.agent.hooks import DEFAULT_PRIORITY, Hook, HookFn, ToolResultEvictionHook
+from memdir.agent.hooks import (
+    DEFAULT_PRIORITY,
+    CompactionHook,
+    Hook,
+    HookFn,
+    MemoryFlushHook,
+    ToolResultEvictionHook,
+)
 
 __all__ = [
     "DEFAULT_PRIORITY",
     "INTERRUPTED_RESULT",
     "AgentEvent",
     "AgentInput",
+    "CompactionHook",
     "ContextOverflowEvent",
     "HarnessAgent",
     "Hook",
     "HookErrorEvent",
     "HookFn",
+    "MemoryFlushHook",
     "PostActingEvent",
     "PostCallEvent",
     "PostReasoningEvent",

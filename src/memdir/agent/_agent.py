@@ -27,7 +27,7 @@ from typing import Any, Final, TypeAlias
 from memdir.agent._context import WorkspaceContextHook
 from memdir.agent._file_tools import FILE_TOOLS
 from memdir.agent._overflow import MAX_RECOVERY_ATTEMPTS, recover_from_overflow
-from memdir.agent._state import SessionStore, check_session_id, repair_dangling
+from memdir.agent._state import SessionStore, repair_dangling
 from memdir.agent._toolkit import Tool, tool_from_function
 from memdir.agent.events import (
     AgentEvent,
@@ -58,6 +58,7 @@ from memdir.memory import (
 )
 from memdir.messages import Msg, ToolResultBlock, ToolUseBlock
 from memdir.models import ChatModel, ModelResponse, ToolSpec
+from memdir.sessions import validate_session_id
 from memdir.workspace import Workspace
 
 __all__ = ["HarnessAgent", "SessionBusyError"]
@@ -146,7 +147,7 @@ class HarnessAgent:
         self.model = model
         self.workspace = Workspace.coerce(workspace)
         self.system_prompt = system_prompt
-        self.session_id = check_session_id(session_id)
+        self.session_id = validate_session_id(session_id)
         self.max_iters = max_iters
         self.tool_timeout = tool_timeout
         self.max_output_tokens = max_output_tokens
@@ -265,7 +266,7 @@ class HarnessAgent:
 
     def history(self, session_id: str | None = None) -> list[Msg]:
         """The session's conversation as it will be sent to the model (a copy)."""
-        sid = check_session_id(session_id or self.session_id)
+        sid = validate_session_id(session_id or self.session_id)
         return list(self._history(sid))
 
     def _history(self, sid: str) -> list[Msg]:
@@ -284,7 +285,7 @@ class HarnessAgent:
 
     def reset(self, session_id: str | None = None) -> None:
         """Start the session afresh (the stored conversation is emptied, memory is kept)."""
-        sid = check_session_id(session_id or self.session_id)
+        sid = validate_session_id(session_id or self.session_id)
         self._commit(sid, [])
 
     @contextlib.asynccontextmanager
@@ -382,7 +383,7 @@ class HarnessAgent:
         return self._sync_loop
 
     async def _run(self, input: AgentInput, session_id: str | None, emit: _Emit | None) -> Msg:
-        sid = check_session_id(session_id or self.session_id)
+        sid = validate_session_id(session_id or self.session_id)
         inputs = _coerce_input(input)
         if self.scheduler is not None and not self.scheduler.running:
             self.scheduler.start()

@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from memdir.errors import ConfigError, WorkspaceError
+from memdir.errors import WorkspaceError
 from memdir.messages import (
     MessageFormatError,
     Msg,
@@ -24,9 +23,10 @@ from memdir.messages import (
     ToolUseBlock,
     dangling_tool_calls,
 )
+from memdir.sessions import validate_session_id
 from memdir.workspace import SESSIONS_DIR, Workspace, atomic_write
 
-__all__ = ["INTERRUPTED_RESULT", "SessionStore", "check_session_id", "repair_dangling"]
+__all__ = ["INTERRUPTED_RESULT", "SessionStore", "repair_dangling"]
 
 logger = logging.getLogger("memdir.agent")
 
@@ -35,17 +35,6 @@ INTERRUPTED_RESULT: Final = (
     "Error: this tool call was interrupted (the process stopped before it finished); "
     "its effect is unknown. Check the outcome or call it again if it is still needed."
 )
-_SESSION_ID = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$")
-
-
-def check_session_id(session_id: str) -> str:
-    """Return ``session_id`` if it is 1-128 of ``[A-Za-z0-9._-]`` not starting with a dot."""
-    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
-        raise ConfigError(
-            f"invalid session id {session_id!r}: use 1-128 letters, digits, '.', '_' or '-' "
-            "(not starting with '.')"
-        )
-    return session_id
 
 
 @dataclass(slots=True)
@@ -72,7 +61,7 @@ class SessionStore:
 
     def rel_path(self, session_id: str) -> str:
         """Workspace-relative path of the session's state file."""
-        return f"{SESSIONS_DIR}/{check_session_id(session_id)}.state.json"
+        return f"{SESSIONS_DIR}/{validate_session_id(session_id)}.state.json"
 
     def _stat(self, session_id: str) -> _Stamp | None:
         try:
