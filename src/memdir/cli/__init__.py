@@ -76,6 +76,9 @@ def _register() -> None:
     from memdir.cli._compact_cmd import compact_cmd
 
     cli.add_command(compact_cmd)
+    from memdir.cli._ingest_cmd import ingest_cmd
+
+    cli.add_command(ingest_cmd)
 
 
 _register()

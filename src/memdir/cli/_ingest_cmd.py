@@ -1,0 +1,219 @@
+"""``memdir ingest``: past agent conversations into the workspace's long-term memory."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from memdir.cli._common import CliState, echo_json, err_console, pass_state
+from memdir.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memdir.ingest import IngestProgress, IngestReport
+    from memdir.models import ChatModel
+
+__all__ = ["build_model", "ingest_cmd", "model_option", "print_report"]
+
+MODEL_HELP = (
+    'Model for summaries, fact extraction and MEMORY.md: "extractive" (offline, no API key), '
+    '"openai:<model>", "anthropic:<model>", "ollama:<model>"... [env MEMDIR_MODEL]'
+)
+
+
+def model_option(default: str | None) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """The ``--model`` option shared by ``ingest`` and ``chat``."""
+    return click.option(
+        "--model",
+        "model_spec",
+        envvar="MEMDIR_MODEL",
+        default=default,
+        show_default=default is not None,
+        metavar="SPEC",
+        help=MODEL_HELP,
+    )
+
+
+base_url_option = click.option(
+    "--base-url",
+    metavar="URL",
+    help="Base URL of an OpenAI-compatible server (e.g. http://localhost:8000/v1).",
+)
+
+
+def build_model(spec: str, base_url: str | None) -> ChatModel:
+    """The model named by ``spec`` (see :func:`memdir.models.model_from_string`)."""
+    from memdir.models import model_from_string
+
+    if not base_url:
+        return model_from_string(spec)
+    if spec.strip().lower() == "extractive":
+        raise ConfigError(
+            "--base-url needs a model served over HTTP: use --model openai:<name> (any "
+            "OpenAI-compatible server) or anthropic:<name>"
+        )
+    return model_from_string(spec, base_url=base_url)
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[IngestProgress], None] | None]:
+    """A progress bar on stderr while transcripts are replayed (terminal only)."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("ingesting", total=None)
+
+        def update(event: IngestProgress) -> None:
+            name = Path(event.source).name
+            bar.update(
+                task,
+                description=f"[{event.file_number}/{event.files}] {name}",
+                completed=event.done,
+                total=event.total,
+            )
+
+        yield update
+
+
+@click.command("ingest")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@model_option("extractive")
+@base_url_option
+@click.option(
+    "--session-id",
+    metavar="ID",
+    help="Session id for the transcripts [default: each file's own]; -2, -3... when taken.",
+)
+@click.option(
+    "--trigger-messages",
+    type=click.IntRange(min=0),
+    default=50,
+    show_default=True,
+    help="Compact the replayed conversation at this many messages (0: off).",
+)
+@click.option(
+    "--keep-messages",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Newest messages a compaction keeps verbatim.",
+)
+@click.option("--no-consolidate", is_flag=True, help="Do not merge new facts into MEMORY.md.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@pass_state
+def ingest_cmd(
+    state: CliState,
+    files: tuple[Path, ...],
+    model_spec: str,
+    base_url: str | None,
+    session_id: str | None,
+    trigger_messages: int,
+    keep_messages: int,
+    no_consolidate: bool,
+    as_json: bool,
+) -> None:
+    """Turn past agent conversations (FILES) into searchable long-term memory.
+
+    Each file is replayed as its own session, as the agent would have lived it: huge tool
+    results are evicted to large_tool_results/, the conversation is compacted when it passes
+    the triggers (facts flushed to memory/YYYY-MM-DD.md, originals offloaded to
+    sessions/<id>.log.jsonl, summary), the rest is flushed, new facts are merged into
+    MEMORY.md and everything is indexed. Secrets are masked first.
+
+    FILES are memdir session logs, OpenAI or Anthropic message lists (JSON), or Claude Code
+    sessions (~/.claude/projects/<project>/*.jsonl); a directory stands for its *.json and
+    *.jsonl files. Facts go to the ledger of the day they were said when the file has times
+    (memdir, Claude Code), else to today's. Ingesting a file again writes nothing new.
+
+    Exit code 1 if any file could not be ingested (the others are ingested all the same).
+    """
+    from memdir.compaction import CompactionConfig
+    from memdir.ingest import ingest_sync
+
+    if trigger_messages and keep_messages >= trigger_messages:
+        raise click.UsageError("--keep-messages must be smaller than --trigger-messages")
+    model = build_model(model_spec, base_url)
+    ws = state.workspace()
+    config = CompactionConfig(trigger_messages=trigger_messages, keep_messages=keep_messages)
+    with _progress(sys.stderr.isatty() and not as_json) as progress:
+        report = ingest_sync(
+            files,
+            workspace=ws,
+            model=model,
+            compaction=config,
+            session_id=session_id,
+            consolidate=not no_consolidate,
+            progress=progress,
+        )
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        print_report(report)
+    for failure in report.failures:
+        click.echo(f"Error: {failure.source}: {failure.error}", err=True)
+    if report.failures:
+        raise SystemExit(1)
+
+
+def print_report(report: IngestReport) -> None:
+    """The summary table and the MEMORY.md line, on stderr."""
+    from rich.console import Console
+    from rich.table import Table
+
+    if report.sessions:
+        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        table.add_column("file", overflow="fold")
+        table.add_column("session", overflow="fold")
+        for column in ("messages", "compactions", "facts", "evicted"):
+            table.add_column(column, justify="right")
+        table.add_column("")
+        for s in report.sessions:
+            table.add_row(
+                Path(s.source).name,
+                s.session_id,
+                str(s.messages),
+                str(s.compactions),
+                str(len(s.bullets)),
+                str(s.evicted),
+                "ingested before" if s.already_ingested else "",
+            )
+        # Piped or captured output is not cut at 80 columns: a file name is worth a long line.
+        wide = err_console if err_console.is_terminal else Console(stderr=True, width=1_000)
+        wide.print(table)
+        written: dict[str, int] = {}
+        for s in report.sessions:
+            for rel in s.ledgers:
+                written[rel] = written.get(rel, 0) + 1
+            for warning in s.warnings:
+                err_console.print(f"Warning: {Path(s.source).name}: {warning}", markup=False)
+        if written:
+            err_console.print("facts written to " + ", ".join(sorted(written)), markup=False)
+    cons = report.consolidation
+    if cons is None:
+        merged = "not consolidated (--no-consolidate)"
+    elif cons.applied:
+        merged = f"{cons.entries} new entries merged"
+    else:
+        merged = f"unchanged ({cons.skipped or 'nothing new'})"
+    err_console.print(
+        f"{len(report.sessions)} file(s), {report.messages} messages, {report.compactions} "
+        f"compactions, {report.bullets} facts written, {report.evicted} tool results evicted",
+        markup=False,
+    )
+    err_console.print(
+        f"MEMORY.md: {report.memory_chars:,} chars, {report.memory_lines} lines; {merged}",
+        markup=False,
+    )

@@ -1,0 +1,120 @@
+"""``memdir ingest``: the command around :mod:`memdir.ingest`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memdir._toolcore import close_shared_indexes
+from memdir.cli import cli
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "transcripts"
+BILLING = str(EXAMPLES / "billing-migration.openai.json")
+CHINESE = str(EXAMPLES / "log-migration-zh.openai.json")
+
+
+@pytest.fixture(autouse=True)
+def _close_indexes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("MEMDIR_MODEL", raising=False)
+    monkeypatch.setenv("MEMDIR_TZ", "UTC")
+    yield
+    close_shared_indexes()
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), env=env)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_json_report_on_stdout(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    code, out, err = _run("-w", str(ws), "ingest", BILLING, CHINESE, "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["ok"] is True and report["totals"]["messages"] == 24
+    assert [s["session_id"] for s in report["sessions"]] == [
+        "billing-migration",
+        "log-migration-zh",
+    ]
+    assert report["memory_md"]["chars"] == len((ws / "MEMORY.md").read_text(encoding="utf-8"))
+    assert report["consolidation"]["applied"] is True
+    assert err == ""  # no table, no progress bar with --json
+
+
+def test_summary_table_on_stderr(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    args = (
+        "-w",
+        str(ws),
+        "ingest",
+        str(EXAMPLES),
+        "--trigger-messages",
+        "8",
+        "--keep-messages",
+        "4",
+    )
+    code, out, err = _run(*args)
+    assert code == 0 and out == ""
+    header = err.splitlines()[0].split()
+    assert header == ["file", "session", "messages", "compactions", "facts", "evicted"]
+    row = next(
+        line for line in err.splitlines() if line.startswith("billing-migration.openai.json")
+    )
+    assert row.split()[1:3] == ["billing-migration", "15"]
+    assert "facts written to memory/2026-11-26.md, memory/2026-11-27.md, memory/" in err
+    assert "MEMORY.md: " in err and "new entries merged" in err
+    # The second run finds everything known.
+    code, out, err = _run(*args)
+    assert code == 0 and err.count("ingested before") == 3
+    assert "0 facts written" in err and "unchanged (nothing_new)" in err
+
+
+def test_unreadable_files_fail_at_the_end(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    ws = tmp_path / "ws"
+    code, _, err = _run("-w", str(ws), "ingest", str(tmp_path / "nope.json"), str(bad), CHINESE)
+    assert code == 1
+    errors = [line for line in err.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 2
+    assert errors[0].startswith(f"Error: {tmp_path / 'nope.json'}: transcript not found")
+    assert (ws / "sessions" / "log-migration-zh.log.jsonl").is_file()
+
+
+def test_options_are_checked(tmp_path: Path) -> None:
+    ws = str(tmp_path / "ws")
+    code, _, err = _run("-w", ws, "ingest", BILLING, "--trigger-messages", "5")
+    assert code == 2 and "--keep-messages must be smaller" in err
+    code, _, err = _run("-w", ws, "ingest", BILLING, "--model", "nosuch:model")
+    assert code == 1 and err.startswith("Error: unknown model provider")
+    code, _, err = _run("-w", ws, "ingest", BILLING, "--base-url", "http://127.0.0.1:9/v1")
+    assert code == 1 and "--base-url needs a model served over HTTP" in err
+    code, _, err = _run("-w", ws, "ingest", BILLING, env={"MEMDIR_MODEL": "nosuch:model"})
+    assert code == 1 and "nosuch" in err
+    code, _, err = _run("-w", ws, "ingest")
+    assert code == 2
+    assert not (tmp_path / "ws" / "sessions" / "billing-migration.log.jsonl").exists()
+
+
+def test_no_consolidate_leaves_memory_md_alone(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    code, out, _ = _run("-w", str(ws), "ingest", CHINESE, "--no-consolidate", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["consolidation"] is None and report["totals"]["bullets"] > 0
+    assert not (ws / "MEMORY.md").exists()
+    code, out, _ = _run("-w", str(ws), "search", "林晓雯")
+    assert code == 0 and out.startswith("memory/") and "林晓雯" in out
+
+
+def test_session_id_option(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    code, out, _ = _run("-w", str(ws), "ingest", BILLING, "--session-id", "old-chat", "--json")
+    assert code == 0 and json.loads(out)["sessions"][0]["session_id"] == "old-chat"
+    assert (ws / "sessions" / "old-chat.log.jsonl").is_file()
+    code, _, err = _run("-w", str(ws), "ingest", BILLING, "--session-id", "a/b")
+    assert code == 1 and "invalid session id" in err
