@@ -238,3 +238,17 @@ def test_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/")
     model = AnthropicModel("claude-sonnet-4-5")
     assert model.base_url == "http://127.0.0.1:9"
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"model": None}, "needs a model name"),
+        ({"max_tokens": 0}, "max_tokens must be a positive int"),
+        ({"base_url": "api.anthropic.com"}, "http:// or https://"),
+    ],
+)
+def test_bad_constructor_arguments_are_config_errors(kw: dict[str, Any], message: str) -> None:
+    args = {"model": "claude-sonnet-4-5", "api_key": "k", **kw}
+    with pytest.raises(ConfigError, match=message):
+        AnthropicModel(**args)

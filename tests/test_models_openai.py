@@ -10,7 +10,13 @@ import httpx
 import pytest
 
 from memdir.errors import ConfigError, ContextOverflowError, ModelError
-from memdir.messages import MISSING_RESULT_TEXT, Msg, ThinkingBlock, ToolUseBlock
+from memdir.messages import (
+    MISSING_RESULT_TEXT,
+    MessageFormatError,
+    Msg,
+    ThinkingBlock,
+    ToolUseBlock,
+)
 from memdir.models import ChatModel, OpenAIChatModel, RetryPolicy, ToolSpec, Usage, _http
 
 Handler = Callable[[httpx.Request], httpx.Response]
@@ -357,6 +363,53 @@ async def test_unusable_success_answers() -> None:
 
 
 def test_retry_policy_validates() -> None:
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ConfigError, match="non-negative"):
         RetryPolicy(max_retries=-1)
+    with pytest.raises(ConfigError, match="max_retries"):
+        RetryPolicy(max_retries="3")  # type: ignore[arg-type]
     assert RetryPolicy(max_backoff=5).delay(1, retry_after=60) == 5
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"model": 123}, "needs a model name"),
+        ({"base_url": "localhost:11434/v1"}, "http:// or https://"),
+        ({"base_url": 5}, "http:// or https://"),
+        ({"timeout": 0}, "timeout must be a positive number"),
+        ({"context_window": "128k"}, "context_window must be a positive int"),
+        ({"retry": 3}, "retry must be a RetryPolicy"),
+        ({"client": object()}, "client must be an httpx.AsyncClient"),
+    ],
+)
+def test_bad_constructor_arguments_are_config_errors(kw: dict[str, Any], message: str) -> None:
+    args = {"model": "gpt-4o-mini", "api_key": "sk-test", **kw}
+    with pytest.raises(ConfigError, match=message):
+        OpenAIChatModel(**args)
+
+
+async def test_a_base_url_without_scheme_fails_at_once_not_after_retries(
+    sleeps: list[float],
+) -> None:
+    with pytest.raises(ConfigError, match="http://"):
+        OpenAIChatModel("llama3.1", base_url="localhost:11434/v1")
+    assert sleeps == []
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda m: m.generate(None), MessageFormatError, "takes a list"),
+        (lambda m: m.generate(Msg.user("x")), MessageFormatError, "takes a list"),
+        (lambda m: m.generate([Msg.user("x")], tools=[{"name": "f"}]), ConfigError, "ToolSpec"),
+        (lambda m: m.generate([Msg.user("x")], system=5), ConfigError, "system"),
+        (lambda m: m.generate([Msg.user("x")], max_output_tokens=0), ConfigError, "positive"),
+    ],
+)
+async def test_bad_request_arguments_fail_before_any_request(
+    call: Any, error: type[Exception], message: str
+) -> None:
+    rec = Recorder()
+    with pytest.raises(error, match=message):
+        await call(make(rec))
+    assert rec.requests == []

@@ -97,3 +97,9 @@ def test_bad_option_is_a_config_error() -> None:
 )
 def test_known_context_windows(name: str, window: int | None) -> None:
     assert known_context_window(name) == window
+
+
+@pytest.mark.parametrize("spec", [None, 123, b"openai:gpt-4o"])
+def test_a_spec_that_is_not_a_string_is_a_config_error(spec: object) -> None:
+    with pytest.raises(ConfigError, match="model spec must be a string"):
+        model_from_string(spec)  # type: ignore[arg-type]

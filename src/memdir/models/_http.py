@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from memdir.errors import ContextOverflowError, ModelError
+from memdir.errors import ConfigError, ContextOverflowError, ModelError
 
 __all__ = ["RetryPolicy", "error_message", "is_overflow", "post_json"]
 
@@ -65,8 +65,14 @@ class RetryPolicy:
     max_backoff: float = 30.0
 
     def __post_init__(self) -> None:
-        if self.max_retries < 0 or self.initial_backoff < 0 or self.max_backoff < 0:
-            raise ValueError("RetryPolicy values must be non-negative")
+        for name in ("max_retries", "initial_backoff", "max_backoff"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+                raise ConfigError(
+                    f"RetryPolicy {name} must be a non-negative number, not {value!r}"
+                )
+        if not isinstance(self.max_retries, int):
+            raise ConfigError(f"RetryPolicy max_retries must be an int, not {self.max_retries!r}")
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""

@@ -34,6 +34,10 @@ def model_from_string(spec: str, **kwargs: Any) -> ChatModel:
     Raises:
         ConfigError: unknown provider, missing model name, missing API key, or bad option.
     """
+    if not isinstance(spec, str):
+        raise ConfigError(
+            f"model spec must be a string such as 'openai:gpt-4o-mini', not {type(spec).__name__}"
+        )
     provider, _, name = spec.strip().partition(":")
     provider = provider.lower()
     name = name.strip()

@@ -16,9 +16,9 @@ from memdir.messages import (
     repair_tool_pairing,
     to_anthropic,
 )
+from memdir.models._adapter import HttpChatModel, request_messages
 from memdir.models._base import ModelResponse, ToolSpec, Usage
-from memdir.models._http import RetryPolicy, post_json
-from memdir.models._windows import known_context_window
+from memdir.models._http import RetryPolicy
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_ANTHROPIC_BASE_URL", "AnthropicModel"]
 
@@ -30,7 +30,7 @@ ANTHROPIC_VERSION = "2023-06-01"
 _DEFAULT_MAX_TOKENS = 4096
 
 
-class AnthropicModel:
+class AnthropicModel(HttpChatModel):
     """Claude models through the Messages API.
 
     Args:
@@ -46,7 +46,7 @@ class AnthropicModel:
         extra_body: more request fields (``temperature``, ``thinking``…).
 
     Raises:
-        ConfigError: no API key.
+        ConfigError: no API key, or an argument of the wrong type or value.
     """
 
     def __init__(
@@ -62,26 +62,24 @@ class AnthropicModel:
         max_tokens: int = _DEFAULT_MAX_TOKENS,
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
-        if not model:
-            raise ConfigError("AnthropicModel needs a model name, e.g. 'claude-sonnet-4-5'")
-        self.model = model
+        super().__init__(
+            model,
+            provider="anthropic",
+            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL,
+            context_window=context_window,
+            client=client,
+            timeout=timeout,
+            retry=retry,
+            extra_body=extra_body,
+        )
         self.api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         if not self.api_key:
             raise ConfigError(
                 "ANTHROPIC_API_KEY is not set: export it, pass api_key=, or use --model extractive"
             )
-        self.base_url = (
-            base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL
-        ).rstrip("/")
-        self.name = f"anthropic:{model}"
-        self.context_window = (
-            context_window if context_window is not None else known_context_window(model)
-        )
-        self._client = client
-        self._timeout = timeout
-        self._retry = retry or RetryPolicy()
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ConfigError(f"max_tokens must be a positive int, not {max_tokens!r}")
         self._max_tokens = max_tokens
-        self._extra = dict(extra_body or {})
 
     def build_payload(
         self,
@@ -92,9 +90,9 @@ class AnthropicModel:
         max_output_tokens: int | None = None,
     ) -> dict[str, Any]:
         """The JSON body :meth:`generate` sends."""
-        msgs = list(messages)
-        if system:
-            msgs.insert(0, Msg.system(system))
+        msgs = request_messages(
+            messages, tools=tools, system=system, max_output_tokens=max_output_tokens
+        )
         system_text, turns = to_anthropic(repair_tool_pairing(msgs))
         if turns and turns[0]["role"] == "assistant":
             # The API wants the conversation to open with a user turn (e.g. after compaction
@@ -115,37 +113,17 @@ class AnthropicModel:
         payload.update(self._extra)
         return payload
 
-    async def generate(
-        self,
-        messages: Sequence[Msg],
-        *,
-        tools: Sequence[ToolSpec] | None = None,
-        system: str | None = None,
-        max_output_tokens: int | None = None,
-    ) -> ModelResponse:
-        """Send one Messages API request.
+    def _url(self) -> str:
+        return f"{self.base_url}/v1/messages"
 
-        Raises:
-            ContextOverflowError: "prompt is too long" or a 413 "request too large".
-            ModelError: any other failure (after bounded retries for 429/529/5xx).
-        """
-        payload = self.build_payload(
-            messages, tools=tools, system=system, max_output_tokens=max_output_tokens
-        )
-        headers = {
+    def _headers(self) -> dict[str, str]:
+        return {
             "Content-Type": "application/json",
             "x-api-key": self.api_key or "",
             "anthropic-version": ANTHROPIC_VERSION,
         }
-        body = await post_json(
-            self._client,
-            f"{self.base_url}/v1/messages",
-            payload,
-            headers=headers,
-            provider=self.name,
-            retry=self._retry,
-            timeout=self._timeout,
-        )
+
+    def _parse(self, body: Mapping[str, Any]) -> ModelResponse:
         return _parse_response(body, self.name)
 
 

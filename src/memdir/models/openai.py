@@ -15,16 +15,10 @@ from typing import Any
 import httpx
 
 from memdir.errors import ConfigError, ModelError
-from memdir.messages import (
-    MessageFormatError,
-    Msg,
-    from_openai,
-    repair_tool_pairing,
-    to_openai,
-)
+from memdir.messages import MessageFormatError, Msg, from_openai, repair_tool_pairing, to_openai
+from memdir.models._adapter import HttpChatModel, request_messages
 from memdir.models._base import ModelResponse, ToolSpec, Usage
-from memdir.models._http import RetryPolicy, post_json
-from memdir.models._windows import known_context_window
+from memdir.models._http import RetryPolicy
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIChatModel"]
 
@@ -32,7 +26,7 @@ DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(HttpChatModel):
     """Chat completions against an OpenAI-compatible server.
 
     Args:
@@ -52,7 +46,8 @@ class OpenAIChatModel:
             for OpenAI and ``max_tokens`` (what other servers accept) otherwise.
 
     Raises:
-        ConfigError: no API key for OpenAI's endpoint.
+        ConfigError: no API key for OpenAI's endpoint, or an argument of the wrong type or
+            value (a ``base_url`` without ``http://`` or ``https://``, a timeout of 0...).
     """
 
     def __init__(
@@ -68,12 +63,16 @@ class OpenAIChatModel:
         extra_body: Mapping[str, Any] | None = None,
         max_tokens_field: str | None = None,
     ) -> None:
-        if not model:
-            raise ConfigError("OpenAIChatModel needs a model name, e.g. 'gpt-4o-mini'")
-        self.model = model
-        self.base_url = (
-            base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
-        ).rstrip("/")
+        super().__init__(
+            model,
+            provider="openai",
+            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL,
+            context_window=context_window,
+            client=client,
+            timeout=timeout,
+            retry=retry,
+            extra_body=extra_body,
+        )
         self.api_key = (
             api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         ) or None
@@ -82,14 +81,6 @@ class OpenAIChatModel:
             raise ConfigError(
                 "OPENAI_API_KEY is not set: export it, pass api_key=, or use --model extractive"
             )
-        self.name = f"openai:{model}"
-        self.context_window = (
-            context_window if context_window is not None else known_context_window(model)
-        )
-        self._client = client
-        self._timeout = timeout
-        self._retry = retry or RetryPolicy()
-        self._extra = dict(extra_body or {})
         self._max_tokens_field = max_tokens_field or (
             "max_completion_tokens" if is_openai else "max_tokens"
         )
@@ -103,9 +94,9 @@ class OpenAIChatModel:
         max_output_tokens: int | None = None,
     ) -> dict[str, Any]:
         """The JSON body :meth:`generate` sends (useful for debugging and token counting)."""
-        msgs = list(messages)
-        if system:
-            msgs.insert(0, Msg.system(system))
+        msgs = request_messages(
+            messages, tools=tools, system=system, max_output_tokens=max_output_tokens
+        )
         wire = to_openai(repair_tool_pairing(msgs))
         for item in wire:
             if "name" in item:
@@ -133,35 +124,16 @@ class OpenAIChatModel:
         payload.update(self._extra)
         return payload
 
-    async def generate(
-        self,
-        messages: Sequence[Msg],
-        *,
-        tools: Sequence[ToolSpec] | None = None,
-        system: str | None = None,
-        max_output_tokens: int | None = None,
-    ) -> ModelResponse:
-        """Send one chat-completions request and parse the first choice.
+    def _url(self) -> str:
+        return f"{self.base_url}/chat/completions"
 
-        Raises:
-            ContextOverflowError: the server said the request exceeds the context window.
-            ModelError: any other failure (after bounded retries for 429/5xx/network errors).
-        """
-        payload = self.build_payload(
-            messages, tools=tools, system=system, max_output_tokens=max_output_tokens
-        )
+    def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        body = await post_json(
-            self._client,
-            f"{self.base_url}/chat/completions",
-            payload,
-            headers=headers,
-            provider=self.name,
-            retry=self._retry,
-            timeout=self._timeout,
-        )
+        return headers
+
+    def _parse(self, body: Mapping[str, Any]) -> ModelResponse:
         return _parse_response(body, self.name)
 
 

@@ -1,0 +1,158 @@
+"""What the HTTP provider adapters share: argument checks, the request loop, the response."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from memdir._msg import Msg, as_list
+from memdir.errors import ConfigError
+from memdir.models._base import ModelResponse, ToolSpec
+from memdir.models._http import RetryPolicy, post_json
+from memdir.models._windows import known_context_window
+
+__all__ = ["HttpChatModel"]
+
+
+class HttpChatModel:
+    """Base of the JSON-over-HTTP adapters; subclasses say how to build and read a request.
+
+    Subclasses set :attr:`name` and implement :meth:`build_payload`, :meth:`_url`,
+    :meth:`_headers` and :meth:`_parse`.
+    """
+
+    name: str
+    context_window: int | None
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        provider: str,
+        base_url: str,
+        context_window: int | None,
+        client: httpx.AsyncClient | None,
+        timeout: float,
+        retry: RetryPolicy | None,
+        extra_body: Mapping[str, Any] | None,
+    ) -> None:
+        cls = type(self).__name__
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(f"{cls} needs a model name (a non-empty string), not {model!r}")
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"base_url must be an http:// or https:// URL, not {base_url!r} "
+                "(e.g. http://localhost:11434/v1)"
+            )
+        if context_window is not None and (
+            isinstance(context_window, bool)
+            or not isinstance(context_window, int)
+            or context_window < 1
+        ):
+            raise ConfigError(f"context_window must be a positive int, not {context_window!r}")
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout < math.inf
+        ):
+            raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if client is not None and not isinstance(client, httpx.AsyncClient):
+            raise ConfigError(f"client must be an httpx.AsyncClient, not {type(client).__name__}")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ConfigError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
+        if extra_body is not None and not isinstance(extra_body, Mapping):
+            raise ConfigError(f"extra_body must be a mapping, not {type(extra_body).__name__}")
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.name = f"{provider}:{model}"
+        self.context_window = (
+            context_window if context_window is not None else known_context_window(model)
+        )
+        self._client = client
+        self._timeout = float(timeout)
+        self._retry = retry or RetryPolicy()
+        self._extra = dict(extra_body or {})
+
+    def build_payload(
+        self,
+        messages: Sequence[Msg],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        system: str | None = None,
+        max_output_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        """The JSON body :meth:`generate` sends (useful for debugging and token counting)."""
+        raise NotImplementedError
+
+    async def generate(
+        self,
+        messages: Sequence[Msg],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        system: str | None = None,
+        max_output_tokens: int | None = None,
+    ) -> ModelResponse:
+        """Send one request and parse the answer.
+
+        Raises:
+            ContextOverflowError: the provider said the request exceeds the context window.
+            ModelError: any other failure (after bounded retries for 429/5xx/network errors).
+            MessageFormatError: ``messages`` is not a list of :class:`Msg`.
+            ConfigError: ``tools``, ``system`` or ``max_output_tokens`` has the wrong type.
+        """
+        payload = self.build_payload(
+            messages, tools=tools, system=system, max_output_tokens=max_output_tokens
+        )
+        body = await post_json(
+            self._client,
+            self._url(),
+            payload,
+            headers=self._headers(),
+            provider=self.name,
+            retry=self._retry,
+            timeout=self._timeout,
+        )
+        return self._parse(body)
+
+    def _url(self) -> str:
+        raise NotImplementedError
+
+    def _headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _parse(self, body: Mapping[str, Any]) -> ModelResponse:
+        raise NotImplementedError
+
+
+def request_messages(
+    messages: Sequence[Msg],
+    *,
+    tools: Sequence[ToolSpec] | None,
+    system: str | None,
+    max_output_tokens: int | None,
+) -> list[Msg]:
+    """Check a request's arguments; the conversation with ``system`` (if any) put first.
+
+    Raises:
+        MessageFormatError: ``messages`` is not a list of :class:`Msg`.
+        ConfigError: ``tools``, ``system`` or ``max_output_tokens`` has the wrong type.
+    """
+    msgs = as_list(messages, "generate", of_msgs=True)
+    if system is not None and not isinstance(system, str):
+        raise ConfigError(f"system must be a string, not {type(system).__name__}")
+    if tools is not None:
+        for spec in as_list(tools, "tools"):
+            if not isinstance(spec, ToolSpec):
+                raise ConfigError(f"tools must be ToolSpec objects, not {type(spec).__name__}")
+    if max_output_tokens is not None and (
+        isinstance(max_output_tokens, bool)
+        or not isinstance(max_output_tokens, int)
+        or max_output_tokens < 1
+    ):
+        raise ConfigError(f"max_output_tokens must be a positive int, not {max_output_tokens!r}")
+    if system:
+        msgs.insert(0, Msg.system(system))
+    return msgs
