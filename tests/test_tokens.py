@@ -397,3 +397,25 @@ def test_anchor_ignores_missing_usage_and_clamps_the_correction() -> None:
     assert anchor.estimate(msgs) == EST.count_request(msgs)
     with pytest.raises(ConfigError):
         UsageAnchor(EST, min_ratio=0)
+
+
+@pytest.mark.parametrize("counter", [EstimatingCounter(), EstimatingCounter("cl100k_base")])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda c: c.count_text(None), "count_text needs a str"),
+        (lambda c: c.count_text(b"bytes"), "count_text needs a str"),
+        (lambda c: c.count_messages(None), "count_messages takes a list"),
+        (lambda c: c.count_messages(Msg.user("one")), "count_messages takes a list"),
+        (lambda c: c.count_request([Msg.user("x")], system=5), "system must be a str"),
+        (lambda c: c.count_request([Msg.user("x")], tools=[{"name": "f"}]), "ToolSpec"),
+    ],
+)
+def test_wrong_argument_types_are_config_errors(counter: Any, call: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        call(counter)
+
+
+def test_anchor_rejects_a_counter_that_is_not_one() -> None:
+    with pytest.raises(ConfigError, match="TokenCounter"):
+        UsageAnchor("o200k_base")  # type: ignore[arg-type]

@@ -36,23 +36,15 @@ only the messages added since.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from memdir._msgcount import MessageCounter, fingerprint, tools_fingerprint
 from memdir._tokenizers import PROFILES, EstimatorProfile, load_exact
 from memdir.errors import ConfigError
-from memdir.messages import (
-    ImageBlock,
-    Msg,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-)
+from memdir.messages import Msg
 
 if TYPE_CHECKING:
     from memdir.models import ToolSpec, Usage
@@ -68,13 +60,6 @@ __all__ = [
 
 IMAGE_TOKENS = 1_600
 """Flat cost of one image block (no pixel size is known from a URL or data URI)."""
-
-MESSAGE_OVERHEAD = 4
-NAME_OVERHEAD = 1
-TOOL_CALL_OVERHEAD = 8
-TOOL_RESULT_OVERHEAD = 4
-TOOL_SCHEMA_OVERHEAD = 8
-REPLY_PRIMING = 3
 
 
 @runtime_checkable
@@ -104,154 +89,7 @@ class TokenCounter(Protocol):
         ...
 
 
-# -- fingerprints -----------------------------------------------------------------------------
-
-
-def _freeze(value: Any) -> Hashable:
-    """A hashable image of a JSON-like value (``str`` hashes are cached by Python)."""
-    if isinstance(value, dict):
-        return ("{", tuple((k, _freeze(v)) for k, v in value.items()))
-    if isinstance(value, list | tuple):
-        return ("[", tuple(_freeze(v) for v in value))
-    if isinstance(value, str | int | float | bool) or value is None:
-        return (type(value).__name__, value)
-    return ("?", repr(value))
-
-
-def _block_key(block: object) -> Hashable:
-    if isinstance(block, TextBlock):
-        return ("t", block.text)
-    if isinstance(block, ToolUseBlock):
-        return ("u", block.id, block.name, _freeze(block.input))
-    if isinstance(block, ToolResultBlock):
-        output = block.output
-        out_key = output if isinstance(output, str) else tuple(_block_key(p) for p in output)
-        return ("r", block.tool_use_id, block.name, block.is_error, out_key)
-    if isinstance(block, ThinkingBlock):
-        return ("k", block.thinking, block.signature, block.redacted)
-    if isinstance(block, ImageBlock):
-        return ("i", block.source, block.media_type)
-    return ("?", repr(block))
-
-
-def _fingerprint(msg: Msg) -> int:
-    """A hash of everything in ``msg`` that is sent to a model (not its time or metadata)."""
-    return hash((msg.role, msg.name, tuple(_block_key(b) for b in msg.content)))
-
-
-def _tools_fingerprint(tools: Sequence[ToolSpec] | None) -> int:
-    if not tools:
-        return 0
-    return hash(tuple((t.name, t.description, _freeze(t.parameters)) for t in tools))
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-# -- counters ---------------------------------------------------------------------------------
-
-
-class _MessageCounter:
-    """Message and request accounting over a text counter, with a per-message cache."""
-
-    def __init__(self, *, image_tokens: int, cache_size: int) -> None:
-        if image_tokens < 0:
-            raise ConfigError("image_tokens must be zero or more")
-        if cache_size < 0:
-            raise ConfigError("cache_size must be zero or more")
-        self.image_tokens = image_tokens
-        self.cache_size = cache_size
-        self._cache: OrderedDict[tuple[str, int], int] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def count_text(self, text: str) -> int:
-        """Tokens of a plain text (0 for an empty text)."""
-        raise NotImplementedError
-
-    def count_message(self, msg: Msg) -> int:
-        """Tokens of one message, framing included (cached by id and content)."""
-        if not isinstance(msg, Msg):
-            raise ConfigError(f"count_message needs a Msg, not {type(msg).__name__}")
-        if self.cache_size == 0:
-            return self._count_uncached(msg)
-        key = (msg.id, _fingerprint(msg))
-        with self._lock:
-            cached = self._cache.get(key)
-            if cached is not None:
-                self._cache.move_to_end(key)
-                return cached
-        tokens = self._count_uncached(msg)
-        with self._lock:
-            self._cache[key] = tokens
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return tokens
-
-    def count_messages(self, msgs: Sequence[Msg]) -> int:
-        """Tokens of several messages."""
-        return sum(self.count_message(m) for m in msgs)
-
-    def count_request(
-        self,
-        msgs: Sequence[Msg],
-        *,
-        system: str | None = None,
-        tools: Sequence[ToolSpec] | None = None,
-    ) -> int:
-        """Tokens of a whole request: system prompt, tool schemas, messages, reply priming."""
-        total = self.count_messages(msgs) + REPLY_PRIMING
-        if system:
-            total += MESSAGE_OVERHEAD + self.count_text(system)
-        for spec in tools or ():
-            schema = {
-                "name": spec.name,
-                "description": spec.description,
-                "parameters": spec.parameters,
-            }
-            total += TOOL_SCHEMA_OVERHEAD + self.count_text(_json(schema))
-        return total
-
-    def clear_cache(self) -> None:
-        """Forget every cached message count."""
-        with self._lock:
-            self._cache.clear()
-
-    def _count_uncached(self, msg: Msg) -> int:
-        total = MESSAGE_OVERHEAD
-        if msg.name:
-            total += NAME_OVERHEAD + self.count_text(msg.name)
-        for block in msg.content:
-            total += self._count_block(block)
-        return total
-
-    def _count_block(self, block: object) -> int:
-        if isinstance(block, TextBlock):
-            return self.count_text(block.text)
-        if isinstance(block, ToolUseBlock):
-            return (
-                TOOL_CALL_OVERHEAD
-                + self.count_text(block.name)
-                + self.count_text(block.id)
-                + self.count_text(_json(block.input))
-            )
-        if isinstance(block, ToolResultBlock):
-            total = TOOL_RESULT_OVERHEAD + self.count_text(block.tool_use_id)
-            if block.name:
-                total += self.count_text(block.name)
-            if isinstance(block.output, str):
-                return total + self.count_text(block.output)
-            return total + sum(self._count_block(part) for part in block.output)
-        if isinstance(block, ThinkingBlock):
-            # A redacted block's opaque payload travels back to the provider in `signature`.
-            text = (block.signature or "") if block.redacted else block.thinking
-            return self.count_text(text)
-        if isinstance(block, ImageBlock):
-            return self.image_tokens
-        return 0
-
-
-class EstimatingCounter(_MessageCounter):
+class EstimatingCounter(MessageCounter):
     """The default counter: a script-aware estimate, no dependencies.
 
     Args:
@@ -286,10 +124,12 @@ class EstimatingCounter(_MessageCounter):
 
     def count_text(self, text: str) -> int:
         """Estimated tokens of ``text`` (0 when empty, else at least 1)."""
+        if not isinstance(text, str):
+            raise ConfigError(f"count_text needs a str, not {type(text).__name__}")
         return self._estimate(text)
 
 
-class ExactCounter(_MessageCounter):
+class ExactCounter(MessageCounter):
     """Exact text counts from a bundled BPE tokenizer (the ``tokens`` extra).
 
     Args:
@@ -324,6 +164,8 @@ class ExactCounter(_MessageCounter):
 
     def count_text(self, text: str) -> int:
         """Exact tokens of ``text`` (special-token text counts as ordinary text)."""
+        if not isinstance(text, str):
+            raise ConfigError(f"count_text needs a str, not {type(text).__name__}")
         return self._count(text) if text else 0
 
 
@@ -368,6 +210,11 @@ class UsageAnchor:
     ) -> None:
         if not 0 < min_ratio <= 1 <= max_ratio:
             raise ConfigError("UsageAnchor needs 0 < min_ratio <= 1 <= max_ratio")
+        if counter is not None and not isinstance(counter, TokenCounter):
+            raise ConfigError(
+                f"counter must be a TokenCounter such as EstimatingCounter(), "
+                f"not {type(counter).__name__}"
+            )
         self.counter = counter or default_counter()
         self.min_ratio = min_ratio
         self.max_ratio = max_ratio
@@ -397,8 +244,8 @@ class UsageAnchor:
             return
         estimated = self.counter.count_request(msgs, system=system, tools=tools)
         ratio = min(self.max_ratio, max(self.min_ratio, real / max(1, estimated)))
-        prefix = tuple((m.id, _fingerprint(m)) for m in msgs)
-        anchor = (prefix, hash(system or ""), _tools_fingerprint(tools), real, ratio)
+        prefix = tuple((m.id, fingerprint(m)) for m in msgs)
+        anchor = (prefix, hash(system or ""), tools_fingerprint(tools), real, ratio)
         with self._lock:
             self._anchor = anchor
 
@@ -422,9 +269,9 @@ class UsageAnchor:
             if (
                 len(msgs) >= len(prefix)
                 and system_fp == hash(system or "")
-                and tools_fp == _tools_fingerprint(tools)
+                and tools_fp == tools_fingerprint(tools)
                 and all(
-                    m.id == key[0] and _fingerprint(m) == key[1]
+                    m.id == key[0] and fingerprint(m) == key[1]
                     for m, key in zip(msgs, prefix, strict=False)
                 )
             ):
