@@ -406,3 +406,40 @@ def test_public_names() -> None:
     assert tools.__all__ == sorted(tools.__all__)
     for name in tools.__all__:
         assert getattr(tools, name).__doc__ or name.isupper()
+
+
+def test_the_workspace_may_be_given_as_a_path(sample: Workspace) -> None:
+    out = memory_search("数据库迁移", workspace=str(sample.root))
+    assert hit_lines(out)
+    assert memory_get("MEMORY.md", workspace=sample.root).startswith("MEMORY.md (lines 1-")
+
+
+def test_a_workspace_of_the_wrong_type_is_an_error_text(sample: Workspace) -> None:
+    for tool, args in ((memory_search, ("x",)), (memory_get, ("MEMORY.md",))):
+        out = tool(*args, workspace=123)  # type: ignore[operator]
+        assert out.startswith("Error: workspace path must be a str or a path"), out
+
+
+def test_call_tool_never_raises_on_odd_argument_names(sample: Workspace) -> None:
+    out = call_tool("memory_search", {1: "x", "query": "y"}, workspace=sample)
+    assert out.startswith("Error: memory_search got unexpected argument(s) 1;")
+
+
+def test_a_forked_child_opens_its_own_index(sample: Workspace) -> None:
+    # A SQLite connection must not be used on both sides of a fork; the child reopens.
+    parent = shared_index(sample)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            child = shared_index(sample)
+            ok = child is not parent and hit_lines(memory_search("数据库迁移", workspace=sample))
+            os.write(write, b"ok" if ok else b"shared")
+        finally:
+            os._exit(0)
+    os.close(write)
+    answer = os.read(read, 16)
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert answer == b"ok"
+    assert shared_index(sample) is parent

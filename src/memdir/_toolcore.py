@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import re
 import sqlite3
 import threading
@@ -211,10 +212,18 @@ def add_memory(ws: Workspace, text: str) -> AddResult:
 
     The write comes first and is never undone: if indexing fails the bullets are still on
     disk (the next search's refresh picks them up) and ``index_error`` says what happened.
+
+    Raises:
+        ToolInputError: ``text`` is not text, is blank, or holds a NUL byte or a lone surrogate.
     """
+    # No length cap here (the CLI may add a long list); the memory_add tool caps it.
+    check_text(
+        "text",
+        text,
+        max_chars=len(text) if isinstance(text, str) else 0,
+        hint="give the fact to remember",
+    )
     bullets = [line.strip() for line in text.splitlines() if line.strip()]
-    if not bullets:
-        raise ToolInputError("text is blank: give the fact to remember")
     rel, first, last = append_bullets(ws, bullets, header=ADD_HEADER)
     index_error: str | None = None
     try:
@@ -232,6 +241,9 @@ def add_memory(ws: Workspace, text: str) -> AddResult:
 _CACHE: OrderedDict[Path, MemoryIndex] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 8
+# Indexes opened before a fork: the child must neither use nor close their SQLite connections
+# (closing could checkpoint or delete the parent's WAL), so it keeps them here, untouched.
+_INHERITED: list[MemoryIndex] = []
 
 
 def shared_index(ws: Workspace) -> MemoryIndex:
@@ -263,4 +275,12 @@ def close_shared_indexes() -> None:
         index.close()
 
 
+def _forget_after_fork() -> None:
+    global _CACHE_LOCK
+    _CACHE_LOCK = threading.Lock()  # another thread may have held it at the fork
+    _INHERITED.extend(_CACHE.values())
+    _CACHE.clear()
+
+
 atexit.register(close_shared_indexes)
+os.register_at_fork(after_in_child=_forget_after_fork)

@@ -17,9 +17,10 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import os
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, ParamSpec
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeAlias
 
 from memdir._toolcore import (
     MAX_ADD_CHARS,
@@ -59,6 +60,7 @@ __all__ = [
 
 logger = logging.getLogger("memdir.tools")
 _P = ParamSpec("_P")
+WorkspaceArg: TypeAlias = Workspace | str | os.PathLike[str] | None
 
 MAX_RESULTS_CAP: Final = 50
 """``memory_search`` returns at most this many hits; larger ``max_results`` are lowered."""
@@ -98,8 +100,8 @@ def _tool(fn: Callable[_P, str]) -> Callable[_P, str]:
     return wrapper
 
 
-def _workspace(workspace: Workspace | None) -> Workspace:
-    return workspace if workspace is not None else Workspace.coerce(None)
+def _workspace(workspace: WorkspaceArg) -> Workspace:
+    return Workspace.coerce(workspace)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -170,7 +172,7 @@ def format_excerpt(excerpt: MemoryExcerpt, *, char_cap: int = GET_CHAR_CAP) -> s
 
 
 @_tool
-def memory_search(query: str, max_results: int = 10, *, workspace: Workspace | None = None) -> str:
+def memory_search(query: str, max_results: int = 10, *, workspace: WorkspaceArg = None) -> str:
     """Search long-term memory: the curated MEMORY.md and the daily notes under memory/.
 
     Use it before answering anything about earlier work, decisions, people, dates or
@@ -181,7 +183,8 @@ def memory_search(query: str, max_results: int = 10, *, workspace: Workspace | N
     Args:
         query: keywords to look for, e.g. "database migration decision" or "数据库迁移".
         max_results: how many hits to return, 1 to 50 (default 10).
-        workspace: the workspace to search (default: the configured one); not for the model.
+        workspace: the workspace (or its path) to search (default: the configured one); not
+            for the model.
 
     Returns:
         The hits as text, or a "no results" note suggesting a rephrasing, or ``Error: ...``.
@@ -203,7 +206,7 @@ def memory_get(
     start_line: int = 1,
     num_lines: int = DEFAULT_NUM_LINES,
     *,
-    workspace: Workspace | None = None,
+    workspace: WorkspaceArg = None,
 ) -> str:
     """Read lines of a memory file (MEMORY.md or a file under memory/), numbered ``N|text``.
 
@@ -215,7 +218,8 @@ def memory_get(
         path: a memory file path, optionally with a line range (``#L3-L5`` or ``:3-5``).
         start_line: first line to read, counting from 1 (default 1, or the range's start).
         num_lines: how many lines to read, 1 to 200 (default 50, or the range's length).
-        workspace: the workspace to read from (default: the configured one); not for the model.
+        workspace: the workspace (or its path) to read from (default: the configured one);
+            not for the model.
 
     Returns:
         A header line and the numbered lines, or ``Error: ...``.
@@ -236,7 +240,7 @@ def memory_get(
 
 
 @_tool
-def memory_add(text: str, *, workspace: Workspace | None = None) -> str:
+def memory_add(text: str, *, workspace: WorkspaceArg = None) -> str:
     """Save a durable fact to today's memory notes (memory/YYYY-MM-DD.md).
 
     Use it for facts worth remembering in later conversations: decisions, preferences,
@@ -245,7 +249,8 @@ def memory_add(text: str, *, workspace: Workspace | None = None) -> str:
 
     Args:
         text: the fact(s) to remember, one per line.
-        workspace: the workspace to write to (default: the configured one); not for the model.
+        workspace: the workspace (or its path) to write to (default: the configured one);
+            not for the model.
 
     Returns:
         Where the fact was saved (``path#Lstart-Lend``), or ``Error: ...``.
@@ -341,7 +346,7 @@ TOOL_DESCRIPTIONS: Final[dict[str, str]] = {
 """What each tool does, for the model (the docstring without its Args/Returns sections)."""
 
 
-def call_tool(name: str, arguments: object, *, workspace: Workspace | None = None) -> str:
+def call_tool(name: str, arguments: object, *, workspace: WorkspaceArg = None) -> str:
     """Run a tool by name with the model's arguments; unknown or missing arguments give ``Error``.
 
     Args:
@@ -361,7 +366,7 @@ def call_tool(name: str, arguments: object, *, workspace: Workspace | None = Non
         return f"Error: {name} takes a JSON object of arguments"
     schema = TOOL_SCHEMAS[name]
     known = ", ".join(schema["properties"])
-    unknown = sorted(set(args) - set(schema["properties"]))
+    unknown = sorted(str(key) for key in set(args) - set(schema["properties"]))
     if unknown:
         return f"Error: {name} got unexpected argument(s) {', '.join(unknown)}; it takes {known}"
     missing = [key for key in schema["required"] if key not in args]
