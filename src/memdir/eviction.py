@@ -21,7 +21,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,6 +169,7 @@ class ToolResultEvictor:
         except WorkspaceError as exc:
             raise ConfigError(f"eviction_path must be inside the workspace: {exc}") from exc
         self.directory = f"{root}/{_sanitize(session_id, 'default')}"
+        self._checked: dict[str, Msg] = {}
 
     # -- passes -------------------------------------------------------------------------
 
@@ -176,13 +177,20 @@ class ToolResultEvictor:
         """Evict every result over the single limit, then enforce the current turn's budget.
 
         Never raises for I/O: a result whose file cannot be written stays as it is (logged).
+        Messages are immutable, so a message already checked by this evictor is not looked at
+        again: a call on a long conversation costs one dictionary lookup per old message.
         """
-        names = _tool_names(msgs)
+        names = _LazyNames(msgs)
         out = list(msgs)
         evicted: list[EvictedResult] = []
+        checked = self._checked
         for i, msg in enumerate(out):
-            if msg.role == "tool":
-                out[i] = self._evict_in(msg, names, evicted, force=())
+            if msg.role != "tool" or checked.get(msg.id) is msg:
+                continue
+            out[i] = self._evict_in(msg, names, evicted, force=())
+            checked[msg.id] = out[i]
+        if len(checked) > 2 * len(out) + 64:  # forget messages that left the conversation
+            self._checked = {m.id: m for m in out if checked.get(m.id) is m}
         budget = self.config.max_turn_chars
         if budget is not None:
             self._enforce_turn_budget(out, names, evicted, budget)
@@ -339,8 +347,31 @@ class ToolResultEvictor:
         return True
 
 
-def _tool_names(msgs: Iterable[Msg]) -> dict[str, str]:
-    return {call.id: call.name for m in msgs if m.role == "assistant" for call in m.tool_uses}
+class _LazyNames(Mapping[str, str]):
+    """Tool names by call id, collected only if a result without a name needs one."""
+
+    def __init__(self, msgs: Sequence[Msg]) -> None:
+        self._msgs = msgs
+        self._names: dict[str, str] | None = None
+
+    def _all(self) -> dict[str, str]:
+        if self._names is None:
+            self._names = {
+                call.id: call.name
+                for m in self._msgs
+                if m.role == "assistant"
+                for call in m.tool_uses
+            }
+        return self._names
+
+    def __getitem__(self, key: str) -> str:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
 def _text_of(msg: Msg, call_id: str) -> str:
