@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from memdir._toolcore import close_shared_indexes
 from memdir.cli import cli
-from memdir.cli._demo import DEMO_SEARCHES, sample_workspace_dir
+from memdir.cli._demo import DEMO_SEARCHES, sample_transcripts_dir, sample_workspace_dir
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "workspace"
 
@@ -22,21 +22,58 @@ def _close_indexes() -> Iterator[None]:
     close_shared_indexes()
 
 
-def test_demo_builds_a_workspace_and_shows_cited_hits(tmp_path: Path) -> None:
+def test_demo_builds_a_workspace_and_shows_cited_hits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMDIR_TZ", "UTC")
     target = tmp_path / "demo"
     result = CliRunner().invoke(cli, ["demo", "--dir", str(target)])
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert f"Demo workspace: {target}" in out
-    assert (target / "MEMORY.md").read_bytes() == (SAMPLE / "MEMORY.md").read_bytes()
     assert (target / ".index" / "memory_index.db").is_file()
     assert "10 files, " in out and "memory/archive/2026-08-03.md" in out
     for query in DEMO_SEARCHES:
         assert f'memory_search("{query}", max_results=3)' in out
-    # The Chinese query finds the migration decision, cited by file and line.
+    # The Chinese query finds migration notes, cited by file and line.
     chinese = out.split('memory_search("数据库迁移"', 1)[1].split(">>>", 1)[0]
-    assert re.search(r"^MEMORY\.md#L18-L18 \[Project: lumen-shop\]: - 数据库迁移", chinese, re.M)
-    assert "memory_get(" in out and "\n1|## Memory Flush" in out
+    cited = re.findall(
+        r"^(?:MEMORY\.md|memory/[\d-]+\.md)#L\d+-L\d+ \[[^\]]+\]: - .*数据库迁移", chinese, re.M
+    )
+    assert len(cited) >= 2
+    assert "memory_get(" in out and re.search(r"^\d+\|", out, re.M)
+
+
+def test_demo_ingests_the_sample_transcripts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMDIR_TZ", "UTC")
+    target = tmp_path / "demo"
+    result = CliRunner().invoke(cli, ["demo", "--dir", str(target)])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "3 file(s), 44 messages" in out and "1 tool results evicted" in out
+    # The Claude Code session's facts went to the days they were said.
+    assert "Wang Lei has to approve" in (target / "memory" / "2026-11-26.md").read_text("utf-8")
+    assert "one migration per PR" in (target / "memory" / "2026-11-27.md").read_text("utf-8")
+    # MEMORY.md grew from the sample, which is kept in the history; only new entries were added.
+    memory = (target / "MEMORY.md").read_text("utf-8")
+    previous = sorted((target / "memory" / ".history").glob("MEMORY*.md"))
+    assert len(previous) == 1 and previous[0].read_bytes() == (SAMPLE / "MEMORY.md").read_bytes()
+    assert "Wang Lei has to approve" in memory and "Chen Jing" in memory
+    added = re.search(r"MEMORY\.md: (\d+) entries added", out)
+    assert added and 0 < int(added[1]) < 40
+    # Every message of every transcript is in its session log, with the password masked.
+    logs = sorted(p.name for p in (target / "sessions").glob("*.log.jsonl"))
+    assert logs == [
+        "5b1e0c2a-9f4d-4c7e-8a36-2f0d7c1b9e44.log.jsonl",
+        "billing-migration.log.jsonl",
+        "log-migration-zh.log.jsonl",
+    ]
+    assert "[REDACTED:url_password]" in out
+    assert not any(b"Tr0ub4dor" in p.read_bytes() for p in target.rglob("*") if p.is_file())
+    evicted = list((target / "large_tool_results").rglob("*.txt"))
+    assert len(evicted) == 1 and "1 failed, 120 passed" in evicted[0].read_text("utf-8")
 
 
 def test_demo_default_dir_is_a_fresh_temp_dir(
@@ -67,3 +104,9 @@ def test_sample_ships_with_the_package_or_the_checkout() -> None:
     found = sample_workspace_dir()
     assert (found / "MEMORY.md").is_file()
     assert sorted(p.name for p in (found / "memory").glob("*.md"))[0] == "2026-10-14.md"
+    transcripts = sorted(p.name for p in sample_transcripts_dir().iterdir())
+    assert transcripts == [
+        "billing-migration.openai.json",
+        "coupon-api.claude-code.jsonl",
+        "log-migration-zh.openai.json",
+    ]

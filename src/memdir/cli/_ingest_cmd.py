@@ -14,6 +14,8 @@ from memdir.cli._common import CliState, echo_json, err_console, pass_state
 from memdir.errors import ConfigError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from memdir.ingest import IngestProgress, IngestReport
     from memdir.models import ChatModel
 
@@ -168,10 +170,12 @@ def ingest_cmd(
         raise SystemExit(1)
 
 
-def print_report(report: IngestReport) -> None:
-    """The summary table and the MEMORY.md line, on stderr."""
+def print_report(report: IngestReport, *, console: Console | None = None) -> None:
+    """The summary table and the MEMORY.md line (on stderr unless ``console`` says otherwise)."""
     from rich.console import Console
     from rich.table import Table
+
+    out = console or err_console
 
     if report.sessions:
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
@@ -191,16 +195,16 @@ def print_report(report: IngestReport) -> None:
                 "ingested before" if s.already_ingested else "",
             )
         # Piped or captured output is not cut at 80 columns: a file name is worth a long line.
-        wide = err_console if err_console.is_terminal else Console(stderr=True, width=1_000)
+        wide = out if out.is_terminal else Console(file=out.file, width=1_000, highlight=False)
         wide.print(table)
         written: dict[str, int] = {}
         for s in report.sessions:
             for rel in s.ledgers:
                 written[rel] = written.get(rel, 0) + 1
             for warning in s.warnings:
-                err_console.print(f"Warning: {Path(s.source).name}: {warning}", markup=False)
+                out.print(f"Warning: {Path(s.source).name}: {warning}", markup=False)
         if written:
-            err_console.print("facts written to " + ", ".join(sorted(written)), markup=False)
+            out.print("facts written to " + ", ".join(sorted(written)), markup=False)
     cons = report.consolidation
     if cons is None:
         merged = "not consolidated (--no-consolidate)"
@@ -208,12 +212,12 @@ def print_report(report: IngestReport) -> None:
         merged = f"{cons.entries} new entries merged"
     else:
         merged = f"unchanged ({cons.skipped or 'nothing new'})"
-    err_console.print(
+    out.print(
         f"{len(report.sessions)} file(s), {report.messages} messages, {report.compactions} "
         f"compactions, {report.bullets} facts written, {report.evicted} tool results evicted",
         markup=False,
     )
-    err_console.print(
+    out.print(
         f"MEMORY.md: {report.memory_chars:,} chars, {report.memory_lines} lines; {merged}",
         markup=False,
     )
