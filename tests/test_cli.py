@@ -193,3 +193,39 @@ def test_installed_command_runs_in_a_real_process(root: Path) -> None:
     bad = memdir_process(root, "get", "sessions/x")
     assert bad.returncode == 1
     assert bad.stderr.startswith("Error: sessions/x is not a memory file")
+
+
+def test_init_never_overwrites_a_memory_file_that_appears_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "MEMORY.md").write_text("# Memory\n- written by another process\n", encoding="utf-8")
+    # Another process creating MEMORY.md between a check and the write must not lose it.
+    monkeypatch.setattr(Path, "exists", lambda self: False)
+    result = run(root, "init")
+    monkeypatch.undo()
+    assert result.exit_code == 0, result.output
+    assert "written by another process" in (root / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def test_init_creates_memory_md_once(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    assert run(root, "init").exit_code == 0
+    assert (root / "MEMORY.md").read_text(encoding="utf-8") == "# Memory\n"
+    assert run(root, "init").stdout.strip() == str(root)
+
+
+@pytest.mark.parametrize("command", ["init", "add", "index", "search", "get", "mcp"])
+def test_every_command_documents_its_exit_codes(command: str) -> None:
+    result = CliRunner().invoke(cli, [command, "--help"])
+    assert result.exit_code == 0
+    assert "Exit codes: 0 success" in result.stdout
+
+
+def test_add_refuses_undecodable_text_with_one_line(root: Path) -> None:
+    result = run(root, "add", "broken \udce9 byte")
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        "Error: text is not valid Unicode text (is the input UTF-8?)"
+    ]

@@ -80,7 +80,7 @@ def check_text(name: str, value: object, *, max_chars: int, hint: str = "") -> s
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise ToolInputError(f"{name} is not valid Unicode text") from None
+        raise ToolInputError(f"{name} is not valid Unicode text (is the input UTF-8?)") from None
     return value
 
 

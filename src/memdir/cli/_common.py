@@ -1,4 +1,4 @@
-"""Shared plumbing for the ``memdir`` commands: context object, console, error handling."""
+"""Shared plumbing for the ``memdir`` commands: context object, consoles, JSON output."""
 
 from __future__ import annotations
 
@@ -29,6 +29,11 @@ class CliState:
 
 
 pass_state = click.make_pass_decorator(CliState, ensure=True)
+
+EXIT_HELP = """\b
+Exit codes: 0 success · 1 error · 2 usage error · 130 interrupted.
+Data goes to stdout; progress and diagnostics go to stderr."""
+"""The epilog of every command's ``--help``."""
 
 #: Diagnostics, progress and tables go to stderr; stdout is reserved for data.
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)

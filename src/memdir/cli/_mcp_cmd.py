@@ -8,10 +8,10 @@ from typing import Literal
 
 import click
 
-from memdir.cli._common import CliState, info, pass_state
+from memdir.cli._common import EXIT_HELP, CliState, info, pass_state
 
 
-@click.command("mcp")
+@click.command("mcp", epilog=EXIT_HELP)
 @click.option(
     "--transport",
     type=click.Choice(["stdio", "http"]),

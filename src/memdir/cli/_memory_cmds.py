@@ -6,30 +6,31 @@ import sys
 
 import click
 
-from memdir.cli._common import CliState, info, pass_state
+from memdir.cli._common import EXIT_HELP, CliState, info, pass_state
 from memdir.errors import MemdirError
 
 
-@click.command()
+@click.command(epilog=EXIT_HELP)
 @pass_state
 def init(state: CliState) -> None:
-    """Create the workspace layout (idempotent; never touches existing files)."""
+    """Create the workspace layout and an empty MEMORY.md (never touches existing files).
+
+    Prints the workspace directory on stdout.
+    """
     ws = state.workspace()
-    for rel, text in (("MEMORY.md", "# Memory\n"), ("AGENTS.md", "")):
-        target = ws.root / rel
-        if not target.exists() and text:
-            ws.write_text(rel, text)
+    ws.create_text("MEMORY.md", "# Memory\n")  # atomic: a file made meanwhile is kept
     click.echo(str(ws.root))
     info(f"workspace ready at {ws.root}")
 
 
-@click.command()
+@click.command(epilog=EXIT_HELP)
 @click.argument("text")
 @pass_state
 def add(state: CliState, text: str) -> None:
     """Append TEXT as a bullet to today's ledger ('-' reads stdin; one bullet per line).
 
-    The ledger is re-indexed right away, so 'memdir search' finds the new bullets.
+    The ledger is re-indexed right away, so 'memdir search' finds the new bullets. Prints
+    the citation of what was written (PATH#Lstart-Lend) on stdout.
     """
     from memdir._toolcore import add_memory
 

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import click
 
-from memdir.cli._common import CliState, echo_json, err_console, info, pass_state
+from memdir.cli._common import EXIT_HELP, CliState, echo_json, err_console, info, pass_state
 
 JSON_HELP = "Print JSON on stdout instead of text."
 
@@ -37,7 +37,7 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
         yield update
 
 
-@click.command("index")
+@click.command("index", epilog=EXIT_HELP)
 @click.option("--full", is_flag=True, help="Drop the index and rebuild it from the files.")
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @pass_state
@@ -65,7 +65,7 @@ def index_cmd(state: CliState, full: bool, as_json: bool) -> None:
     )
 
 
-@click.command("search")
+@click.command("search", epilog=EXIT_HELP)
 @click.argument("query")
 @click.option(
     "-n",
@@ -105,7 +105,7 @@ def search_cmd(state: CliState, query: str, max_results: int, as_json: bool) -> 
         click.echo(line)
 
 
-@click.command("get")
+@click.command("get", epilog=EXIT_HELP)
 @click.argument("path", metavar="PATH[:START-END]")
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @pass_state
