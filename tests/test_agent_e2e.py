@@ -25,6 +25,7 @@ from memdir.agent import (
 )
 from memdir.compaction import CompactionConfig
 from memdir.errors import ContextOverflowError
+from memdir.memory import MaintenanceConfig
 from memdir.messages import SUMMARY_NAME, Msg, ToolUseBlock
 from memdir.sessions import SessionLog
 from memdir.testing import FunctionModel, ModelCall, ScriptedModel
@@ -290,6 +291,31 @@ async def test_close_is_bounded_when_memory_work_hangs(ws: Workspace) -> None:
         await agent.call("My favourite colour is teal.")
         agent.close_timeout = 0.2
     assert agent.pending_background == 0
+
+
+async def test_a_flush_nudges_consolidation_into_memory_md(ws: Workspace) -> None:
+    def memory_fn(call: ModelCall) -> str:
+        if call.task == "consolidate":
+            return "# Memory\n\n## Preferences\n- The user's favourite colour is teal.\n"
+        return FACT
+
+    agent = _agent(
+        ws,
+        ScriptedModel(["Noted."]),
+        memory_flush=True,
+        memory_model=FunctionModel(memory_fn),
+        maintenance=MaintenanceConfig(),
+    )
+    await agent.call("My favourite colour is teal.")
+    await agent.drain()
+    assert "teal" in ws.read_text(ws.ledger_rel())
+    for _ in range(600):  # the scheduler's thread serves the nudge; wait for it (bounded)
+        if "teal" in ws.read_text("MEMORY.md"):
+            break
+        await asyncio.sleep(0.05)
+    assert "favourite colour is teal" in ws.read_text("MEMORY.md")
+    await agent.close()
+    assert agent.scheduler is not None and not agent.scheduler.running
 
 
 # -- crash and resume ---------------------------------------------------------------------
