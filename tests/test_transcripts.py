@@ -191,3 +191,48 @@ def test_session_id_for() -> None:
     assert session_id_for("..hidden") == "hidden"
     assert session_id_for("!!!") == "session"
     assert len(session_id_for("a" * 300)) == 128
+
+
+def test_a_line_separator_inside_a_jsonl_message_does_not_split_it(tmp_path: Path) -> None:
+    # json.dumps(ensure_ascii=False) leaves U+2028/U+2029 raw; they are not line ends in JSONL.
+    msgs = [Msg.user("first\u2028second\u2029third"), Msg.assistant("ok\x85done")]
+    path = tmp_path / "s1.log.jsonl"
+    lines = [json.dumps({"v": 1, "type": "message", "msg": msgs[0].to_dict()}, ensure_ascii=False)]
+    lines += [json.dumps(msgs[1].to_dict(), ensure_ascii=False)]
+    path.write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
+    t = load_transcript(path)
+    assert [m.text for m in t.messages] == [m.text for m in msgs]
+    assert t.skipped == 0
+
+
+def test_a_byte_order_mark_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    wire = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(wire).encode("utf-8"))
+    t = load_transcript(path)
+    assert t.format == "openai"
+    assert [m.text for m in t.messages] == ["hi", "hello"]
+
+
+def test_a_path_of_the_wrong_type_is_a_memdir_error() -> None:
+    with pytest.raises(MemdirError, match="transcript path must be"):
+        load_transcript(None)  # type: ignore[arg-type]
+
+
+def test_a_directory_is_a_memdir_error(tmp_path: Path) -> None:
+    with pytest.raises(MemdirError, match="cannot read transcript"):
+        load_transcript(tmp_path)
+
+
+def test_a_non_string_claude_code_session_id_falls_back_to_the_file_name(tmp_path: Path) -> None:
+    path = tmp_path / "abc.jsonl"
+    event = {
+        "type": "user",
+        "sessionId": 42,
+        "message": {"role": "user", "content": "hello"},
+        "timestamp": "2026-11-30T09:00:00Z",
+    }
+    path.write_text(json.dumps(event) + "\n", encoding="utf-8")
+    t = load_transcript(path)
+    assert t.format == "claude-code"
+    assert t.session_id == "abc"

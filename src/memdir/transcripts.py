@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -59,15 +60,17 @@ def session_id_for(name: str) -> str:
     return cleaned or "session"
 
 
-def load_transcript(path: str | Path) -> Transcript:
-    """Read a transcript file in any supported format.
+def load_transcript(path: str | os.PathLike[str]) -> Transcript:
+    """Read a transcript file in any supported format (UTF-8, with or without a BOM).
 
     Raises:
         MemdirError: the file cannot be read, or holds no recognisable conversation.
     """
+    if not isinstance(path, str | os.PathLike):
+        raise MemdirError(f"transcript path must be a str or a path, not {type(path).__name__}")
     source = Path(path)
     try:
-        raw = source.read_text(encoding="utf-8")
+        raw = source.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise MemdirError(f"transcript not found: {source}") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -82,8 +85,11 @@ def load_transcript(path: str | Path) -> Transcript:
             document = json.loads(text)
         except json.JSONDecodeError:
             document = None  # probably JSON Lines
-    if document is not None:
+    if isinstance(document, list) or (
+        isinstance(document, dict) and ("messages" in document or "system" in document)
+    ):
         return _from_document(document, source, stem)
+    # JSON Lines, including a file of one line (a single record or event).
     return _from_lines(raw, source, stem)
 
 
@@ -91,8 +97,6 @@ def _from_document(document: Any, source: Path, stem: str) -> Transcript:
     system: Any = None
     items: Any = document
     if isinstance(document, dict):
-        if isinstance(document.get("msg"), dict) or "role" in document:
-            return _from_lines(json.dumps(document), source, stem)
         items = document.get("messages")
         system = document.get("system")
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
@@ -154,13 +158,15 @@ def _looks_like_anthropic(items: list[dict[str, Any]]) -> bool:
 
 
 def _json_lines(raw: str) -> Iterator[tuple[int, Any]]:
-    for number, line in enumerate(raw.splitlines(), start=1):
+    # Only "\n" ends a line: str.splitlines() would also split at U+2028, U+2029 and U+0085,
+    # which json.dumps(ensure_ascii=False) writes raw inside strings.
+    for number, line in enumerate(raw.split("\n"), start=1):
         line = line.strip()
         if not line:
             continue
         try:
             yield number, json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             yield number, None
 
 
@@ -211,7 +217,8 @@ def _from_claude_code(records: list[tuple[int, Any]], source: Path, stem: str) -
             continue  # summaries, snapshots, system events: bookkeeping, not conversation
         if obj.get("isSidechain") or obj.get("isMeta"):
             continue
-        session_id = session_id or obj.get("sessionId")
+        if session_id is None and isinstance(obj.get("sessionId"), str):
+            session_id = obj["sessionId"]
         role = message.get("role", kind)
         content = message.get("content")
         if isinstance(content, str):
