@@ -236,3 +236,10 @@ def test_a_non_string_claude_code_session_id_falls_back_to_the_file_name(tmp_pat
     t = load_transcript(path)
     assert t.format == "claude-code"
     assert t.session_id == "abc"
+
+
+def test_a_single_pretty_printed_message_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(Msg.user("只有一条").to_dict(), indent=2), encoding="utf-8")
+    t = load_transcript(path)
+    assert [m.text for m in t.messages] == ["只有一条"]

@@ -89,7 +89,8 @@ def load_transcript(path: str | os.PathLike[str]) -> Transcript:
         isinstance(document, dict) and ("messages" in document or "system" in document)
     ):
         return _from_document(document, source, stem)
-    # JSON Lines, including a file of one line (a single record or event).
+    if isinstance(document, dict):  # one record or event, maybe pretty-printed
+        return _from_lines(json.dumps(document), source, stem)
     return _from_lines(raw, source, stem)
 
 
