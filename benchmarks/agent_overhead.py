@@ -17,6 +17,8 @@ turns, tool calls with results of 0.2-3 kB). Two things are timed, medians over 
 * *whole call*: ``agent.call()`` with a model that answers instantly and no tool call: input
   event, the same hooks, two atomic fsync'd rewrites of the session state (after the input and
   after the reply) and the reply event. The session is put back to N messages between calls.
+* *one state write*: one atomic rewrite of a session state of N messages (temp file, fsync,
+  rename, directory fsync); it dominates the whole call and depends on the disk.
 
 The model is a :class:`~memdir.testing.FunctionModel` returning a fixed text; background memory
 work (flush, maintenance) is turned off so that only the loop is measured.
@@ -147,6 +149,19 @@ async def time_call(agent: HarnessAgent, n: int, repeats: int) -> float:
     return statistics.median(samples)
 
 
+def time_state_write(agent: HarnessAgent, n: int, repeats: int) -> float:
+    """Median seconds of one atomic, fsync'd rewrite of a session state of ``n`` messages."""
+    base = conversation(n)
+    samples = []
+    for i in range(repeats + 3):
+        start = time.perf_counter()
+        agent._commit("write", list(base))
+        elapsed = time.perf_counter() - start
+        if i >= 3:
+            samples.append(elapsed)
+    return statistics.median(samples)
+
+
 async def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1_000])
@@ -158,16 +173,21 @@ async def main(argv: list[str]) -> int:
         for n in args.sizes:
             repeats = max(20, args.repeats // max(1, n // 100))
             hooks = await time_hooks(agent, n, repeats)
-            call = await time_call(agent, n, max(10, repeats // 4))
-            rows.append((n, hooks, call))
-    base_n, base_hooks, _ = rows[0]
+            call = await time_call(agent, n, max(20, repeats // 4))
+            write = time_state_write(agent, n, max(20, repeats // 4))
+            rows.append((n, hooks, call, write))
+    base_n, base_hooks = rows[0][0], rows[0][1]
     print(
-        "| messages | pre-model hooks (median) | per message | whole call, instant model (median) |"
+        "| messages | pre-model hooks | per message | whole call, instant model "
+        "| one state write (fsync) |"
     )
-    print("|---:|---:|---:|---:|")
-    for n, hooks, call in rows:
-        print(f"| {n:,} | {hooks * 1e3:.2f} ms | {hooks / n * 1e6:.1f} µs | {call * 1e3:.2f} ms |")
-    last_n, last_hooks, _ = rows[-1]
+    print("|---:|---:|---:|---:|---:|")
+    for n, hooks, call, write in rows:
+        print(
+            f"| {n:,} | {hooks * 1e3:.2f} ms | {hooks / n * 1e6:.1f} µs | {call * 1e3:.2f} ms "
+            f"| {write * 1e3:.2f} ms |"
+        )
+    last_n, last_hooks = rows[-1][0], rows[-1][1]
     growth = (last_hooks / base_hooks) / (last_n / base_n)
     print(
         f"\nhooks growth {base_n}→{last_n} messages: ×{last_hooks / base_hooks:.1f} "

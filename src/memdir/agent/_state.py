@@ -57,7 +57,7 @@ class SessionStore:
         self._stamps: dict[str, _Stamp | None] = {}
         # Serialised messages by id; the Msg object is kept so a replaced message (same id,
         # new content) is never served from the cache.
-        self._json: dict[str, tuple[Msg, str]] = {}
+        self._json: dict[str, dict[str, tuple[Msg, str]]] = {}
 
     def rel_path(self, session_id: str) -> str:
         """Workspace-relative path of the session's state file."""
@@ -110,15 +110,16 @@ class SessionStore:
         """Rewrite the session's state file atomically."""
         parts: list[str] = []
         cache: dict[str, tuple[Msg, str]] = {}
+        previous = self._json.get(session_id, {})
         for msg in messages:
-            hit = self._json.get(msg.id)
+            hit = previous.get(msg.id)
             if hit is not None and hit[0] is msg:
                 encoded = hit[1]
             else:
                 encoded = json.dumps(msg.to_dict(), ensure_ascii=False, allow_nan=False)
             cache[msg.id] = (msg, encoded)
             parts.append(encoded)
-        self._json = cache
+        self._json[session_id] = cache
         head: dict[str, Any] = {
             "format": STATE_FORMAT,
             "session_id": session_id,
