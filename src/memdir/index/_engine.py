@@ -92,9 +92,6 @@ class Engine(Protocol):
         rewrites every unit even if the content hash is unchanged.
         """
 
-    def set_stat(self, path: str, mtime_ns: int, size: int) -> None:
-        """Record a new stat for an unchanged file."""
-
     def remove_file(self, path: str) -> bool:
         """Drop a file's rows; ``False`` when it was not indexed."""
 
@@ -107,14 +104,8 @@ class Engine(Protocol):
     def totals(self) -> tuple[int, float]:
         """``(rows, average tokens per row)`` of the whole index."""
 
-    def vocab_counts(self, tokens: Sequence[str]) -> dict[str, int]:
-        """Rows containing each stemmed token (absent tokens are left out)."""
-
-    def count(self, expression: str, cap: int) -> int:
-        """Rows matching an FTS5 expression, counted up to ``cap``."""
-
-    def rank(self, expression: str, limit: int) -> list[tuple[int, float]]:
-        """``(rowid, bm25)`` of the best ``limit`` rows for an FTS5 expression (lower = better)."""
+    def rows_from(self, rowid: int) -> int:
+        """Number of units whose id is ``rowid`` or higher."""
 
     def rowids(self, expression: str, limit: int) -> list[int]:
         """Up to ``limit`` row ids matching an FTS5 expression, newest files first, unranked."""

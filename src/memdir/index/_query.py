@@ -52,12 +52,16 @@ class Term:
         stop: a function word, searched only when the query has nothing else.
         cjk: the term is written in CJK characters.
         count: how often the term occurs in the query.
+        part: ``""`` for a word of the query; ``"sub"`` for a shorter word inside a long
+            Chinese word (``晚会`` in ``元旦晚会``): a partial match, weighted lower and left
+            out of coverage.
     """
 
     tokens: tuple[str, ...]
     stop: bool = False
     cjk: bool = False
     count: int = 1
+    part: str = ""
 
     @property
     def fts(self) -> str:
@@ -91,6 +95,17 @@ def _han_words(run: str) -> list[str]:
     if _segmenter is None:
         return _bigrams(run)
     return [word for word in _segmenter(run) if word.strip()]
+
+
+def _sub_words(word: str) -> list[str]:
+    """Shorter words inside a long Chinese word (``元旦晚会`` -> ``元旦``, ``晚会``)."""
+    if len(word) < 3:
+        return []
+    if _segmenter is None:
+        return _bigrams(word)
+    import rjieba
+
+    return [s for s in rjieba.cut_for_search(word) if 2 <= len(s) < len(word)]
 
 
 def set_segmenter(segmenter: Callable[[str], list[str]] | None) -> None:
@@ -128,7 +143,12 @@ def _terms(query: str) -> Iterator[Term]:
                 yield term
         elif kind == "han":
             for word in _han_words(text):
-                yield Term(tuple(word), stop=word in ZH_STOPWORDS, cjk=True)
+                stop = word in ZH_STOPWORDS
+                yield Term(tuple(word), stop=stop, cjk=True)
+                if stop:
+                    continue
+                for sub in _sub_words(word):
+                    yield Term(tuple(sub), cjk=True, part="sub")
         elif kind == "kata":
             yield Term(tuple(text), cjk=True)
         elif kind == "hira":
@@ -151,13 +171,19 @@ def analyze_query(query: str) -> list[Term]:
     for term in _terms(cleaned):
         known = seen.get(term.tokens)
         if known is None:
-            if len(seen) < MAX_TERMS * 2:
+            if len(seen) < MAX_TERMS * 4:
                 seen[term.tokens] = term
             continue
-        seen[term.tokens] = Term(
-            term.tokens, stop=known.stop and term.stop, cjk=term.cjk, count=known.count + 1
-        )
-    content = [term for term in seen.values() if not term.stop][:MAX_TERMS]
-    stops = [term for term in seen.values() if term.stop][: MAX_TERMS - len(content)]
-    keep = {term.tokens for term in content + stops}
+        # A word that is also part of another word counts as a word; repeats add weight.
+        part = min(known.part, term.part, key=("", "sub").index)
+        count = known.count + 1 if not term.part else known.count
+        if known.part and not term.part:
+            count = 1
+        stop = known.stop and term.stop
+        seen[term.tokens] = Term(term.tokens, stop=stop, cjk=term.cjk, count=count, part=part)
+    words = [t for t in seen.values() if not t.part]
+    content = [t for t in words if not t.stop][:MAX_TERMS]
+    stops = [t for t in words if t.stop][: MAX_TERMS - len(content)]
+    parts = [t for t in seen.values() if t.part and not t.stop][:MAX_TERMS]
+    keep = {term.tokens for term in content + stops + parts}
     return [term for term in seen.values() if term.tokens in keep]

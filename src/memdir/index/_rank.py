@@ -47,6 +47,8 @@ class RankConfig:
     b: float = 0.75
     coverage_power: float = 1.0
     proximity_weight: float = 0.25
+    proximity_adjacent: bool = True
+    subword_weight: float = 0.5
     recency_weight: float = 0.1
     recency_days: float = 30.0
     curated_boost: float = 0.15
@@ -64,6 +66,7 @@ class WeightedTerm:
     tokens: tuple[str, ...]
     idf: float
     weight: float
+    part: bool = False  # a partial match: adds to BM25, not to coverage or proximity
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,14 +77,36 @@ class ScoredRow:
     row: StoredRow
 
 
-def _positions(tokens: list[str], term: tuple[str, ...]) -> list[int]:
-    n = len(term)
-    first = term[0]
-    return [
-        i
-        for i, token in enumerate(tokens)
-        if token == first and (n == 1 or tuple(tokens[i : i + n]) == term)
-    ]
+_Analysis = tuple[int, dict[str, list[int]]]
+_CACHE: dict[str, _Analysis] = {}
+_CACHE_MAX = 50_000
+
+
+def _analyse(content: str) -> _Analysis:
+    """Token count and positions by stemmed token of a span (cached: rows recur)."""
+    cached = _CACHE.get(content)
+    if cached is not None:
+        return cached
+    where: dict[str, list[int]] = {}
+    tokens = text_tokens(content)
+    for i, token in enumerate(tokens):
+        where.setdefault(stem(token), []).append(i)
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.clear()
+    result = (len(tokens), where)
+    _CACHE[content] = result
+    return result
+
+
+def _positions(where: dict[str, list[int]], term: tuple[str, ...]) -> list[int]:
+    starts = where.get(term[0])
+    if not starts or len(term) == 1:
+        return starts or []
+    rest = [where.get(token) for token in term[1:]]
+    if not all(rest):
+        return []
+    following = [set(r or ()) for r in rest]
+    return [p for p in starts if all(p + k in s for k, s in enumerate(following, start=1))]
 
 
 class Scorer:
@@ -96,7 +121,7 @@ class Scorer:
         config: RankConfig,
     ) -> None:
         self.terms = terms
-        self.total_idf = sum(term.idf for term in terms)
+        self.total_idf = sum(term.idf for term in terms if not term.part)
         self.avgdl = max(avgdl, 1.0)
         self.newest_day = newest_day
         self.config = config
@@ -104,19 +129,20 @@ class Scorer:
     def score(self, row: StoredRow) -> float:
         """Relevance of one row on its own (0: no query term in it)."""
         config = self.config
-        tokens = [stem(token) for token in text_tokens(row.content)]
-        norm = config.k1 * (1 - config.b + config.b * (len(tokens) or 1) / self.avgdl)
+        length, index = _analyse(row.content)
+        norm = config.k1 * (1 - config.b + config.b * (length or 1) / self.avgdl)
         bm25 = 0.0
         matched_idf = 0.0
-        found: list[tuple[list[int], float]] = []
-        for term in self.terms:
-            where = _positions(tokens, term.tokens)
+        found: list[tuple[list[int], float, int]] = []
+        for number, term in enumerate(self.terms):
+            where = _positions(index, term.tokens)
             if not where:
                 continue
             tf = len(where)
             bm25 += term.weight * term.idf * tf * (config.k1 + 1) / (tf + norm)
-            matched_idf += term.idf
-            found.append((where, term.idf))
+            if not term.part:
+                matched_idf += term.idf
+                found.append((where, term.idf, number))
         if bm25 <= 0:
             return 0.0
         score = bm25
@@ -126,6 +152,8 @@ class Scorer:
             bonus = 0.0
             for i in range(len(found)):
                 for j in range(i + 1, len(found)):
+                    if config.proximity_adjacent and found[j][2] != found[i][2] + 1:
+                        continue
                     gap = min(abs(a - b) for a in found[i][0] for b in found[j][0])
                     bonus += min(found[i][1], found[j][1]) / (gap * gap if gap else 1)
             score += config.proximity_weight * bonus

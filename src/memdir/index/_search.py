@@ -1,18 +1,25 @@
-"""Query execution: term statistics, cheap candidate retrieval, then ranking in Python.
+"""Query execution: bounded candidate retrieval, then ranking in Python.
+
+FTS5 scores every row that matches before it can apply a ``LIMIT``, so asking it to rank an
+``OR`` of common words costs time in proportion to their postings (hundreds of milliseconds
+at a million lines). Instead:
 
 1. The query is cut into terms (:mod:`memdir.index._query`); stopwords are dropped unless
    nothing else is left.
-2. Each term's document frequency comes from the ``fts5vocab`` view (CJK phrases: counted,
-   capped); terms absent from the index are dropped.
-3. Candidates: FTS5 ranks an ``OR`` of the rarest terms (BM25) and returns the best
-   :data:`CANDIDATES`. Very common terms are left out of this step while rarer ones remain
-   (their postings would dominate the cost) but still count in step 4.
-4. :func:`memdir.index._rank.score_rows` re-ranks the candidates with every term.
+2. For each term FTS5 returns at most ``per_term`` row ids, newest first (a bounded walk of
+   its posting list, no scoring). A short list is the term's exact document frequency; a
+   full one gives an estimate from how far back it reached.
+3. For a few terms, an ``AND`` of all of them adds the rows that contain every term even
+   when a common term's list was cut short.
+4. Rows are pre-ranked by the idf mass of the terms whose lists hold them; the best
+   :data:`CANDIDATES` are fetched and scored precisely by :class:`memdir.index._rank.Scorer`.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections import defaultdict
 
 from memdir.index import _rank
 from memdir.index._engine import Engine, StoredRow
@@ -25,37 +32,28 @@ from memdir.index._types import SearchHit
 __all__ = ["CANDIDATES", "run_search"]
 
 CANDIDATES = 300
-"""Rows re-ranked in Python per query (more when a caller asks for more hits)."""
-POSTINGS_BUDGET = 60_000
-"""Candidate generation stops adding terms once their postings would exceed this."""
-PHRASE_COUNT_CAP = 20_000
-"""Multi-token phrase frequencies are counted up to this (then estimated from the vocab)."""
+"""Rows scored precisely per query (more when a caller asks for more hits)."""
+POSTINGS_BUDGET = 24_000
+"""Row ids read from FTS5 per query, shared between the terms."""
+MIN_PER_TERM = 400
+MAX_AND_TERMS = 8
 
 
-def _doc_freqs(engine: Engine, terms: list[Term], stems: list[tuple[str, ...]]) -> list[int]:
-    vocab = engine.vocab_counts([token for toks in stems for token in toks])
-    out: list[int] = []
-    for term, toks in zip(terms, stems, strict=True):
-        upper = min(vocab.get(token, 0) for token in toks)
-        if len(toks) == 1 and upper:
-            out.append(upper)
-        elif len(toks) > 1 and upper:
-            cap = min(upper, PHRASE_COUNT_CAP)
-            counted = engine.count(term.fts, cap)
-            out.append(upper if counted >= cap else counted)
-        else:
-            # Not in the vocabulary under our stem: ask FTS5 itself (it stems the same way).
-            out.append(engine.count(term.fts, PHRASE_COUNT_CAP))
-    return out
+def _estimate_df(engine: Engine, ids: list[int], cap: int, total: int) -> int:
+    if len(ids) < cap:
+        return len(ids)
+    reached = max(1, engine.rows_from(ids[-1]))
+    return min(total, max(cap, round(cap * total / reached)))
 
 
 def _with_context(
     engine: Engine, scorer: Scorer, rows: dict[int, StoredRow], scores: dict[int, float]
 ) -> dict[int, float]:
-    """Let the strongest rows lift their neighbours in the same section (see ``_rank``)."""
+    """Let the strongest rows lift their matching neighbours in the same section."""
     config = scorer.config
-    top = sorted((rowid for rowid in scores if scores[rowid] > 0), key=scores.__getitem__)
-    top = top[::-1][: config.context_top]
+    top = heapq.nlargest(
+        config.context_top, (r for r in scores if scores[r] > 0), key=scores.__getitem__
+    )
     links = engine.neighbors(top)
     missing = [n for pair in links.values() for n in pair if n is not None and n not in rows]
     for row in engine.fetch(missing):
@@ -83,37 +81,44 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
     total, avgdl = engine.totals()
     if total == 0:
         return []
-    stems = [tuple(stem(fold(token)) for token in term.tokens) for term in active]
-    dfs = _doc_freqs(engine, active, stems)
-    present = [
-        (WeightedTerm(toks, idf(df, total), 1 + math.log(term.count)), term, df)
-        for term, toks, df in zip(active, stems, dfs, strict=True)
-        if df > 0
-    ]
-    if not present:
-        return []
-    by_rarity = sorted(present, key=lambda item: item[2])
-    chosen: list[Term] = []
-    postings = 0
-    for _, term, df in by_rarity:
-        if chosen and postings + df > POSTINGS_BUDGET:
-            break
-        chosen.append(term)
-        postings += df
-    expression = " OR ".join(term.fts for term in chosen)
-    ranked = engine.rank(expression, max(CANDIDATES, limit * 3))
     config = _rank.DEFAULT
-    rows = {row.rowid: row for row in engine.fetch([rowid for rowid, _ in ranked])}
-    scorer = Scorer(
-        [weighted for weighted, _, _ in present],
-        avgdl=avgdl,
-        newest_day=engine.newest_day(),
-        config=config,
-    )
+    scale = {"": 1.0, "sub": config.subword_weight}
+    active = [term for term in active if scale[term.part] > 0]
+    per_term = max(MIN_PER_TERM, POSTINGS_BUDGET // max(1, len(active)))
+    pre: defaultdict[int, float] = defaultdict(float)
+    weighted: list[WeightedTerm] = []
+    main: list[tuple[Term, list[int]]] = []
+    for term in active:
+        ids = engine.rowids(term.fts, per_term)
+        if not ids:
+            continue
+        df = _estimate_df(engine, ids, per_term, total)
+        wt = WeightedTerm(
+            tuple(stem(fold(token)) for token in term.tokens),
+            idf(df, total),
+            scale[term.part] * (1 + math.log(term.count)),
+            part=bool(term.part),
+        )
+        weighted.append(wt)
+        gain = wt.idf * wt.weight
+        for rowid in ids:
+            pre[rowid] += gain
+        if not term.part:
+            main.append((term, ids))
+    if not main:
+        return []
+    if 2 <= len(main) <= MAX_AND_TERMS and any(len(ids) >= per_term for _, ids in main):
+        every = " AND ".join(term.fts for term, _ in main)
+        bonus = sum(wt.idf * wt.weight for wt in weighted if not wt.part)
+        for rowid in engine.rowids(every, CANDIDATES):
+            pre[rowid] = max(pre[rowid], bonus)
+    wanted = max(CANDIDATES, limit * 3)
+    chosen = heapq.nlargest(wanted, pre, key=lambda rowid: (pre[rowid], rowid))
+    rows = {row.rowid: row for row in engine.fetch(chosen)}
+    scorer = Scorer(weighted, avgdl=avgdl, newest_day=engine.newest_day(), config=config)
     scores = {rowid: scorer.score(row) for rowid, row in rows.items()}
     if config.context:
         scores = _with_context(engine, scorer, rows, scores)
-    scored = finish(scores, rows, limit=limit, config=config)
     return [
         SearchHit(
             path=item.row.file.path,
@@ -124,5 +129,5 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
             heading=item.row.heading,
             archived=item.row.file.archived,
         )
-        for item in scored
+        for item in finish(scores, rows, limit=limit, config=config)
     ]

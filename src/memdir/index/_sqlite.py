@@ -55,9 +55,6 @@ class SqliteEngine:
 
     def __init__(self, con: sqlite3.Connection) -> None:
         self._con = con
-        con.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_vocab USING fts5vocab(main, fts, row)"
-        )
         self._files_by_id: dict[int, FileInfo] | None = None
         self._data_version = -1
 
@@ -245,13 +242,6 @@ class SqliteEngine:
         con.execute("DELETE FROM units WHERE id >= ? AND id < ?", (lo, hi))
         con.execute("DELETE FROM headings WHERE id >= ? AND id < ?", (lo, hi))
 
-    def set_stat(self, path: str, mtime_ns: int, size: int) -> None:
-        """Record a new stat for an unchanged file."""
-        with self._write() as con:
-            con.execute(
-                "UPDATE files SET mtime_ns = ?, size = ? WHERE path = ?", (mtime_ns, size, path)
-            )
-
     def remove_file(self, path: str) -> bool:
         """Drop a file's rows; ``False`` when it was not indexed."""
         with self._write() as con:
@@ -287,32 +277,17 @@ class SqliteEngine:
             return 0, 0.0
         return values[0], values[1] / values[0]
 
-    def vocab_counts(self, tokens: Sequence[str]) -> dict[str, int]:
-        """Rows containing each (stemmed) token, from the ``fts5vocab`` view; absent: 0."""
-        out: dict[str, int] = {}
-        unique = list(dict.fromkeys(tokens))
-        for i in range(0, len(unique), _CHUNK):
-            chunk = unique[i : i + _CHUNK]
-            out.update(
-                self._con.execute(
-                    "SELECT term, doc FROM temp.fts_vocab WHERE term IN "
-                    f"({','.join('?' * len(chunk))})",
-                    chunk,
-                )
-            )
-        return out
-
-    def count(self, expression: str, cap: int) -> int:
-        """Rows matching an FTS5 expression, counted up to ``cap``."""
-        sql = "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)"
-        return int(self._con.execute(sql, (expression, cap)).fetchone()[0])
-
-    def rank(self, expression: str, limit: int) -> list[tuple[int, float]]:
-        """``(rowid, bm25)`` of the best ``limit`` rows (bm25: lower is better)."""
-        return self._con.execute(
-            "SELECT rowid, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?",
-            (expression, limit),
-        ).fetchall()
+    def rows_from(self, rowid: int) -> int:
+        """Number of units whose id is ``rowid`` or higher (cheap: per-file counts)."""
+        file_id = rowid >> LINE_BITS
+        later = self._con.execute(
+            "SELECT coalesce(sum(units), 0) FROM files WHERE id > ?", (file_id,)
+        ).fetchone()[0]
+        _, hi = _file_range(file_id)
+        here = self._con.execute(
+            "SELECT count(*) FROM units WHERE id >= ? AND id < ?", (rowid, hi)
+        ).fetchone()[0]
+        return int(later) + int(here)
 
     def rowids(self, expression: str, limit: int) -> list[int]:
         """Up to ``limit`` matching row ids, highest (newest files) first, unranked."""
