@@ -330,3 +330,27 @@ async def test_bad_configuration_is_rejected(ws: Workspace) -> None:
         await agent.call("   ")
     with pytest.raises(ConfigError):
         await agent.call(Msg.system("no"))
+
+
+async def test_leaving_a_stream_early_cancels_the_call_and_keeps_the_history_valid(
+    ws: Workspace,
+) -> None:
+    started = asyncio.Event()
+
+    async def slow(text: str) -> str:
+        """Takes forever."""
+        started.set()
+        await asyncio.Event().wait()
+        return text
+
+    model = ScriptedModel([_calls(("s1", "slow", {"text": "x"}))])
+    agent = _agent(ws, model, tools=[slow])
+    stream = agent.stream("go")
+    async for event in stream:
+        if isinstance(event, PreActingEvent):
+            await started.wait()
+            break
+    await stream.aclose()  # type: ignore[attr-defined]
+    history = _agent(ws, ScriptedModel()).history()
+    assert [m.role for m in history] == ["user", "assistant", "tool"]
+    assert history[-1].tool_results[0].is_error
