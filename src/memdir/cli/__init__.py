@@ -76,9 +76,11 @@ def _register() -> None:
     from memdir.cli._compact_cmd import compact_cmd
 
     cli.add_command(compact_cmd)
+    from memdir.cli._chat_cmd import chat_cmd
     from memdir.cli._ingest_cmd import ingest_cmd
 
     cli.add_command(ingest_cmd)
+    cli.add_command(chat_cmd)
 
 
 _register()

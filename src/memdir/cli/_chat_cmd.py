@@ -1,0 +1,320 @@
+"""``memdir chat``: an interactive agent on the workspace, showing its memory at work.
+
+Replies go to stdout; tool calls, compactions and memory writes go to stderr as they happen.
+Each turn runs on one event loop that lives as long as the chat, so the agent's background
+memory work is drained after every reply (and its writes shown) before the next prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.console import Console
+
+from memdir.cli._common import CliState, err_console, out_console, pass_state
+from memdir.cli._ingest_cmd import base_url_option, build_model, model_option
+from memdir.errors import MemdirError
+from memdir.messages import SUMMARY_NAME
+
+if TYPE_CHECKING:
+    from memdir.agent import AgentEvent, HarnessAgent
+    from memdir.compaction import CompactionEvent
+
+__all__ = ["ChatRepl", "chat_cmd"]
+
+HELP = """\
+/compact        summarise the conversation so far (originals go to the session log)
+/memory         show MEMORY.md and today's ledger
+/search QUERY   search the memory as the agent's memory_search tool does
+/new            start the conversation afresh (memory is kept)
+/help           this list
+/exit           leave (Ctrl-D too)"""
+
+_CLIP = 160
+
+
+def _clip(text: str, limit: int = _CLIP) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class ChatRepl:
+    """The read-eval-print loop of ``memdir chat``.
+
+    Args:
+        agent: the agent (its workspace, session and model are used as they are).
+        session_id: the session to talk in.
+        out: where replies and command output go.
+        err: where events, notes and errors go.
+        prompt: show a prompt before each input line (when stdin is a terminal).
+    """
+
+    def __init__(
+        self,
+        agent: HarnessAgent,
+        session_id: str,
+        *,
+        out: Console,
+        err: Console,
+        prompt: bool,
+    ) -> None:
+        self.agent = agent
+        self.ws = agent.workspace
+        self.session_id = session_id
+        self.out = out
+        self.err = err
+        self.prompt = prompt
+        self.loop = asyncio.new_event_loop()
+        if agent.compaction_hook is not None:
+            agent.compaction_hook.compactor.add_listener(self._on_compaction)
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def run(self, lines: Iterator[str]) -> None:
+        """Read lines until ``/exit`` or the end of input; drain memory work before leaving."""
+        try:
+            self._banner()
+            while True:
+                if self.prompt:
+                    self.err.print("[bold cyan]you›[/] ", end="")
+                line = next(lines, None)
+                if line is None:
+                    break
+                text = line.strip()
+                if not text:
+                    continue
+                if text.startswith("/"):
+                    if not self.command(text):
+                        break
+                    continue
+                self.turn(text)
+        finally:
+            self.loop.run_until_complete(self.agent.close())
+            self.loop.close()
+
+    def _banner(self) -> None:
+        count = len(self.agent.history(self.session_id))
+        model = getattr(self.agent.model, "name", type(self.agent.model).__name__)
+        where = f"workspace {self.ws.root}, session {self.session_id!r}"
+        resumed = f", resuming {count} messages" if count else ""
+        self.err.print(f"memdir chat — {model} — {where}{resumed}. /help for commands.")
+
+    def turn(self, text: str) -> None:
+        """One user message: stream the call, then drain and show the memory writes."""
+        marks = self._marks()
+        task = self.loop.create_task(self._stream(text))
+        try:
+            self.loop.run_until_complete(task)
+        except KeyboardInterrupt:
+            task.cancel()
+            self.loop.run_until_complete(asyncio.gather(task, return_exceptions=True))
+            self.err.print("(interrupted; the conversation keeps what was completed)")
+        except MemdirError as exc:
+            self.err.print(f"Error: {exc}", markup=False)
+        self._settle(marks)
+
+    async def _stream(self, text: str) -> None:
+        async for event in self.agent.stream(text, session_id=self.session_id):
+            self.show(event)
+
+    # -- events ---------------------------------------------------------------------------
+
+    def show(self, event: AgentEvent) -> None:
+        """Print one agent event (replies on ``out``, everything else on ``err``)."""
+        from memdir.agent import (
+            ContextOverflowEvent,
+            HookErrorEvent,
+            PostActingEvent,
+            PostCallEvent,
+            PostReasoningEvent,
+            PreActingEvent,
+        )
+        from memdir.eviction import EVICTED_KEY
+
+        err = self.err
+        if isinstance(event, PreActingEvent):
+            args = json.dumps(event.tool_call.input, ensure_ascii=False)
+            err.print(f"  ⚙ {event.tool_call.name}({_clip(args, 120)})", style="dim", markup=False)
+        elif isinstance(event, PostActingEvent):
+            flag = " (error)" if event.result.is_error else ""
+            moved = event.metadata.get(EVICTED_KEY) or {}
+            if event.tool_call.id in moved:
+                flag += f" (evicted to {moved[event.tool_call.id]['path']})"
+            err.print(f"    ↳ {_clip(event.result.text)}{flag}", style="dim", markup=False)
+        elif isinstance(event, PostReasoningEvent):
+            message = event.response.message
+            if message.tool_uses and message.text.strip():
+                err.print(f"  {_clip(message.text)}", style="dim italic", markup=False)
+        elif isinstance(event, PostCallEvent):
+            self.out.print(event.reply.text, markup=False, highlight=False)
+        elif isinstance(event, ContextOverflowEvent):
+            what = "compacted, retrying" if event.recovered else "could not recover"
+            err.print(f"  the model refused the request as too long; {what}", style="yellow")
+        elif isinstance(event, HookErrorEvent):
+            err.print(
+                f"  warning: {event.hook} failed: {event.error}", style="yellow", markup=False
+            )
+
+    def _on_compaction(self, event: CompactionEvent) -> None:
+        if event.kind == "compaction.completed":
+            where = ""
+            if event.log_path and event.log_start_line is not None:
+                where = (
+                    f"; originals in {event.log_path}#L{event.log_start_line}-L{event.log_end_line}"
+                )
+            self.err.print(
+                f"  ⧉ compacted ({event.reason}): {event.messages_before} → "
+                f"{event.messages_after} messages, ~{event.tokens_before:,} → "
+                f"~{event.tokens_after or 0:,} tokens{where}",
+                style="magenta",
+                markup=False,
+            )
+        elif event.kind == "compaction.failed":
+            self.err.print(f"  compaction did not run: {event.reason}", style="dim", markup=False)
+
+    # -- memory writes --------------------------------------------------------------------
+
+    def _marks(self) -> dict[str, int]:
+        rels = [self.ws.ledger_rel(), "MEMORY.md"]
+        return {rel: _size(self.ws.root / rel) for rel in rels}
+
+    def _settle(self, marks: dict[str, int]) -> None:
+        """Wait for the background flush, then show what reached the memory files."""
+        if not self.loop.run_until_complete(self.agent.drain(self.agent.close_timeout)):
+            self.err.print("  (memory work still running; it finishes in the background)")
+        for rel in {*marks, self.ws.ledger_rel()} - {"MEMORY.md"}:
+            path = self.ws.root / rel
+            start = marks.get(rel, 0)
+            if _size(path) <= start:
+                continue
+            with path.open("rb") as handle:
+                handle.seek(start)
+                added = handle.read().decode("utf-8", errors="replace")
+            for line in added.splitlines():
+                if line.startswith("- "):
+                    self.err.print(f"  ✎ {rel}: {line}", style="green", markup=False)
+        if _size(self.ws.root / "MEMORY.md") != marks.get("MEMORY.md"):
+            lines = len(self.ws.read_text("MEMORY.md").splitlines())
+            self.err.print(f"  ✎ MEMORY.md consolidated ({lines} lines)", style="green")
+
+    # -- slash commands -------------------------------------------------------------------
+
+    def command(self, text: str) -> bool:
+        """Run a slash command; returns ``False`` for ``/exit``."""
+        name, _, arg = text.partition(" ")
+        name = name.lower()
+        if name in {"/exit", "/quit"}:
+            return False
+        if name == "/help":
+            self.out.print(HELP, markup=False, highlight=False)
+        elif name == "/memory":
+            self._show_memory()
+        elif name == "/search":
+            self._search(arg.strip())
+        elif name == "/compact":
+            self._compact()
+        elif name == "/new":
+            self.agent.reset(self.session_id)
+            self.err.print("(new conversation; memory is kept)")
+        else:
+            self.err.print(f"unknown command {name}; /help lists them", markup=False)
+        return True
+
+    def _show_memory(self) -> None:
+        for rel in ("MEMORY.md", self.ws.ledger_rel()):
+            text = self.ws.read_text(rel)
+            self.err.print(f"── {rel}", style="bold cyan", markup=False)
+            self.out.print(text.rstrip() or "(empty)", markup=False, highlight=False)
+
+    def _search(self, query: str) -> None:
+        from memdir.tools import memory_search
+
+        if not query:
+            self.err.print("usage: /search QUERY")
+            return
+        self.out.print(memory_search(query, 5, workspace=self.ws), markup=False, highlight=False)
+
+    def _compact(self) -> None:
+        hook = self.agent.compaction_hook
+        if hook is None:
+            self.err.print("compaction is off for this agent")
+            return
+        history = self.agent.history(self.session_id)
+        fresh = [m for m in history if m.role != "system" and m.name != SUMMARY_NAME]
+        if len(fresh) <= 1:  # at most the latest request, which is always kept verbatim
+            self.err.print(f"nothing to compact ({len(history)} messages)")
+            return
+        result = self.loop.run_until_complete(
+            hook.compactor.compact_if_needed(
+                history, session_id=self.session_id, force=True, keep_messages=0, keep_tokens=0
+            )
+        )
+        if result is None:
+            self.err.print(f"nothing to compact ({len(history)} messages)")
+            return
+        # No public way yet to replace a session's history outside a call.
+        self.agent._commit(self.session_id, list(result.messages))
+
+
+def _size(path: Any) -> int:
+    try:
+        return int(path.stat().st_size)
+    except OSError:
+        return 0
+
+
+def _lines(stream: Any) -> Iterator[str]:
+    while True:
+        line = stream.readline()
+        if not line:
+            return
+        yield line
+
+
+@click.command("chat")
+@model_option(None)
+@base_url_option
+@click.option(
+    "--session-id",
+    default="chat",
+    show_default=True,
+    metavar="ID",
+    help="The conversation to continue or start (kept in sessions/<id>.state.json).",
+)
+@pass_state
+def chat_cmd(
+    state: CliState, model_spec: str | None, base_url: str | None, session_id: str
+) -> None:
+    """Talk to an agent whose memory is this workspace.
+
+    The agent searches and cites its memory (memory_search, memory_get, memory_add), reads and
+    writes files in the workspace, compacts the conversation when it grows, and saves durable
+    facts to memory/YYYY-MM-DD.md after each reply. Tool calls, compactions and memory writes
+    are shown on stderr as they happen; replies go to stdout. The conversation is kept, so
+    the same --session-id continues it later.
+
+    \b
+    /compact /memory /search QUERY /new /help /exit (or Ctrl-D)
+    Ctrl-C stops the current reply; at the prompt it leaves (exit code 130).
+    """
+    from memdir.agent import HarnessAgent
+
+    if not model_spec:
+        raise click.UsageError(
+            "choose a model with --model (or $MEMDIR_MODEL): openai:gpt-4o-mini, "
+            "anthropic:claude-sonnet-4-5, ollama:llama3.1, or extractive (offline; it only "
+            "quotes the conversation back)"
+        )
+    model = build_model(model_spec, base_url)
+    agent = HarnessAgent(
+        name="chat", model=model, workspace=state.workspace(), session_id=session_id
+    )
+    repl = ChatRepl(
+        agent, agent.session_id, out=out_console, err=err_console, prompt=sys.stdin.isatty()
+    )
+    repl.run(_lines(sys.stdin))

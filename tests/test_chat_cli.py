@@ -1,0 +1,140 @@
+"""``memdir chat``: the interactive agent, driven by scripted input lines and a fake model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memdir._toolcore import close_shared_indexes
+from memdir.cli import _chat_cmd, cli
+from memdir.errors import ModelError
+from memdir.messages import SUMMARY_NAME, Msg, ToolUseBlock
+from memdir.models import ExtractiveModel
+from memdir.testing import FunctionModel, ModelCall
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("MEMDIR_MODEL", raising=False)
+    monkeypatch.setenv("MEMDIR_TZ", "UTC")
+    yield
+    close_shared_indexes()
+
+
+class FakeAgentModel:
+    """Answers memdir's own tasks extractively; chat turns by a small script."""
+
+    def __init__(self, *, fail_on: str | None = None) -> None:
+        self.extractive = ExtractiveModel()
+        self.chat_calls: list[ModelCall] = []
+        self.fail_on = fail_on
+        self.model = FunctionModel(self.reply)
+
+    async def reply(self, call: ModelCall) -> Msg:
+        if call.task is not None:
+            return (await self.extractive.generate(call.messages, system=call.system)).message
+        self.chat_calls.append(call)
+        last = call.messages[-1]
+        if self.fail_on and self.fail_on in call.last_user_text and last.role == "user":
+            raise ModelError("the provider answered 503", status_code=503)
+        if last.role == "tool":
+            return Msg.assistant(f"Found it: {last.tool_results[0].text.splitlines()[1][:200]}")
+        if "decide" in last.text:
+            call_ = ToolUseBlock(id="c1", name="memory_search", input={"query": "PostgreSQL"})
+            return Msg.assistant("Let me check my notes.", tool_calls=[call_])
+        return Msg.assistant(f"ok ({len(call.messages)} messages)")
+
+
+def _chat(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    lines: str,
+    fake: FakeAgentModel | None = None,
+    *args: str,
+) -> tuple[int, str, str, FakeAgentModel]:
+    fake = fake or FakeAgentModel()
+    monkeypatch.setattr(_chat_cmd, "build_model", lambda spec, base_url: fake.model)
+    ws = tmp_path / "ws"
+    if not (ws / "memory").exists():
+        CliRunner().invoke(cli, ["-w", str(ws), "add", "Decision: move the shop to PostgreSQL 16"])
+    result = CliRunner().invoke(
+        cli, ["-w", str(ws), "chat", "--model", "openai:fake", *args], input=lines
+    )
+    return result.exit_code, result.stdout, result.stderr, fake
+
+
+def test_tool_calls_replies_and_memory_writes_are_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = "What did we decide about the database?\nRemember that I prefer tabs over spaces.\n"
+    code, out, err, fake = _chat(tmp_path, monkeypatch, lines + "/exit\n")
+    assert code == 0, err
+    assert "Found it: " in out and "PostgreSQL 16" in out
+    assert '⚙ memory_search({"query": "PostgreSQL"})' in err
+    assert "↳ 1 result for" in err and "Let me check my notes." in err
+    ledger = next((tmp_path / "ws" / "memory").glob("20*.md"))
+    assert "tabs over spaces" in ledger.read_text("utf-8")
+    assert f"✎ memory/{ledger.name}: - " in err and "tabs over spaces" in err
+    # The memory tools were offered, and the conversation is kept for next time.
+    assert {t.name for t in fake.chat_calls[0].tools or []} >= {"memory_search", "memory_get"}
+    state = json.loads((tmp_path / "ws" / "sessions" / "chat.state.json").read_text("utf-8"))
+    assert len(state["messages"]) == 6
+
+
+def test_a_session_is_resumed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _chat(tmp_path, monkeypatch, "My cat is called Miso.\n")
+    code, out, err, fake = _chat(tmp_path, monkeypatch, "Hello again.\n")
+    assert code == 0 and "resuming 2 messages" in err
+    assert any("Miso" in m.text for m in fake.chat_calls[0].messages)
+    assert "ok (3 messages)" in out
+    # Another session starts empty.
+    code, out, _, _ = _chat(tmp_path, monkeypatch, "Hi.\n", None, "--session-id", "other")
+    assert code == 0 and "ok (1 messages)" in out
+
+
+def test_slash_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = "/help\n/search PostgreSQL\n/search\n/memory\n/nope\nSay hi.\n/new\nAgain.\n"
+    code, out, err, _ = _chat(tmp_path, monkeypatch, lines)  # ends without /exit: Ctrl-D
+    assert code == 0
+    assert "/compact" in out and "/exit" in out
+    assert "memory/" in out and "[Memory Add" in out and "PostgreSQL 16" in out
+    assert "usage: /search QUERY" in err
+    assert "── MEMORY.md" in err and "unknown command /nope" in err
+    assert out.count("ok (1 messages)") == 2  # /new started afresh
+
+
+def test_compact_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    turns = "".join(f"Step {i}: I prefer option {i}.\n" for i in range(4))
+    code, _, err, _ = _chat(tmp_path, monkeypatch, turns + "/compact\n/compact\n")
+    assert code == 0, err
+    assert "⧉ compacted (forced): 8 → 2 messages" in err
+    assert "originals in sessions/chat.log.jsonl#L1-L8" in err
+    assert "nothing to compact (2 messages)" in err
+    state = json.loads((tmp_path / "ws" / "sessions" / "chat.state.json").read_text("utf-8"))
+    kept = [Msg.from_dict(m) for m in state["messages"]]
+    assert [m.name for m in kept] == [SUMMARY_NAME, None] and "Step 3" in kept[1].text
+    log = (tmp_path / "ws" / "sessions" / "chat.log.jsonl").read_text("utf-8")
+    assert all(f"Step {i}:" in log for i in range(3))
+
+
+def test_a_model_error_does_not_end_the_chat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeAgentModel(fail_on="boom")
+    code, out, err, _ = _chat(tmp_path, monkeypatch, "boom\nStill there?\n", fake)
+    assert code == 0
+    assert "Error: the provider answered 503" in err
+    assert "ok (" in out
+
+
+def test_a_model_must_be_chosen(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["-w", str(tmp_path / "ws"), "chat"], input="hi\n")
+    assert result.exit_code == 2 and "choose a model with --model" in result.stderr
+    result = CliRunner().invoke(
+        cli, ["-w", str(tmp_path / "ws"), "chat"], input="", env={"MEMDIR_MODEL": "nosuch:x"}
+    )
+    assert result.exit_code == 1 and "unknown model provider" in result.stderr
