@@ -332,3 +332,20 @@ async def test_report_as_json(ws: Workspace) -> None:
     assert data["sessions"][0]["bullets"] == list(report.sessions[0].bullets)
     assert data["memory_md"]["chars"] == len(ws.read_text("MEMORY.md"))
     assert msgs_to_json(_logged(ws, "log-migration-zh"))  # the log reads back as messages
+
+
+async def test_a_log_with_earlier_summaries_is_ingested_once(ws: Workspace, tmp_path: Path) -> None:
+    # A session log from another workspace: compaction summaries sit among the messages.
+    first = await ingest([BILLING], workspace=ws, compaction=SMALL)
+    assert first.sessions[0].compactions >= 1
+    other = Workspace(tmp_path / "other", tz="UTC")
+    source = tmp_path / "exported.log.jsonl"
+    await ingest([CLAUDE], workspace=other, compaction=SMALL)
+    source.write_bytes(next(other.sessions_dir.glob("*.log.jsonl")).read_bytes())
+    msgs = load_transcript(source).messages
+    assert any(m.name == SUMMARY_NAME for m in msgs)
+    report = await ingest([source], workspace=ws, compaction=SMALL)
+    assert report.sessions[0].logged == len(msgs)
+    before = _snapshot(ws)
+    again = await ingest([source], workspace=ws, compaction=SMALL)
+    assert again.sessions[0].already_ingested and _snapshot(ws) == before

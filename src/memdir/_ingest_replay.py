@@ -21,7 +21,7 @@ from memdir.compaction import CompactionEvent
 from memdir.errors import ConfigError
 from memdir.eviction import EVICTED_KEY, ToolResultEvictor
 from memdir.memory import FlushResult, MemoryFlushManager
-from memdir.messages import SUMMARY_NAME, Msg
+from memdir.messages import Msg
 from memdir.sessions import SessionLog
 from memdir.workspace import Workspace
 
@@ -102,13 +102,18 @@ class Replayer:
     ) -> SessionOutcome:
         """Replay ``msgs`` as session ``session_id``; see the module docstring."""
         out = self._outcome = SessionOutcome()
+        if not msgs:
+            return out
         log = SessionLog(self.ws, session_id)
-        before = len(log.ids())
-        if {m.id for m in msgs} <= log.ids():
+        source = {m.id for m in msgs}
+        known = source & log.ids()
+        if known == source:
             # Replayed to the end before: only a flush that failed then may be left to do.
             self._at(msgs[-1], timestamped)
             await self._flush(msgs, session_id)
             out.already_ingested = True
+            if progress is not None:
+                progress(len(msgs))
             return out
         evictor = self._evictor(session_id)
         history: list[Msg] = []
@@ -130,8 +135,9 @@ class Replayer:
             history = evictor.evict(history).messages
             self._note_evictions(history)
         await self._flush(history, session_id)
-        log.append([m for m in history if m.name != SUMMARY_NAME])
-        out.logged = len(log.ids()) - before
+        # The transcript's own messages, not the summaries this replay made.
+        log.append([m for m in history if m.id in source])
+        out.logged = len(source & log.ids()) - len(known)
         return out
 
     # -- steps ----------------------------------------------------------------------------

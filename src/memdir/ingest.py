@@ -69,7 +69,8 @@ class SessionReport:
         session_id: the session it was replayed as (``sessions/<id>.log.jsonl``).
         format: the transcript format.
         messages: messages in the transcript.
-        logged: messages newly written to the session log (0 on a repeated ingest).
+        logged: messages of the transcript newly written to the session log (0 on a repeated
+            ingest; compaction summaries folded into the log are not counted).
         compactions: compactions during the replay.
         bullets: facts written to the ledgers.
         ledgers: the ledgers written to (workspace-relative).
