@@ -112,7 +112,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-def run(path: Path, *, limit_corpora: int | None = None) -> dict[str, Any]:
+def run(path: Path, *, limit_corpora: int | None = None, k: int = LIMIT) -> dict[str, Any]:
     """Run the protocol on one memret/1 file; returns per-query rows and summaries."""
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("format") != "memret/1":
@@ -140,7 +140,7 @@ def run(path: Path, *, limit_corpora: int | None = None) -> dict[str, Any]:
                         skipped += 1
                         continue
                     started = time.perf_counter()
-                    hits = index.search(query["text"], limit=LIMIT)
+                    hits = index.search(query["text"], limit=k)
                     ms = (time.perf_counter() - started) * 1000
                     ranked: list[str] = []
                     for hit in hits:
@@ -196,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("file", type=Path, help="a memret/1 JSON file")
     parser.add_argument("--json", type=Path, help="write per-query results here")
+    parser.add_argument(
+        "--k", type=int, default=LIMIT, help=f"results asked per query (default {LIMIT})"
+    )
     parser.add_argument("--limit-corpora", type=int, help="only the first N corpora")
     parser.add_argument("--ablate", default="", help="ranking features to switch off (comma list)")
     parser.add_argument(
@@ -217,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown ranking features: {', '.join(sorted(unknown))}")
         _rank.DEFAULT = dataclasses.replace(_rank.DEFAULT, **changes)
         print(f"ranking: {_rank.DEFAULT}")
-    result = run(args.file, limit_corpora=args.limit_corpora)
+    result = run(args.file, limit_corpora=args.limit_corpora, k=args.k)
     _print(result)
     if args.json:
         args.json.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -82,6 +82,9 @@ class Engine(Protocol):
     def files(self) -> dict[str, FileInfo]:
         """Every indexed file by workspace-relative path."""
 
+    def files_by_id(self) -> dict[int, FileInfo]:
+        """Every indexed file by id."""
+
     def sync_file(
         self, path: str, load: Callable[[], FileSnapshot | None], *, force: bool = False
     ) -> SyncResult:

@@ -32,7 +32,7 @@ MAX_QUERY_CHARS = 4_000
 MAX_TERMS = 64
 """At most this many distinct terms are kept; ranking then favours the rarest."""
 
-_WORD = f"(?:(?![{CJK_CHARS}])[^\\W_])+"
+_WORD = f"[^\\W_{CJK_CHARS}]+"
 _SEGMENTS = re.compile(
     f"(?P<han>[{HAN}]+)|(?P<hira>[{HIRAGANA}]+)|(?P<kata>[{KATAKANA}]+)|(?P<hangul>[{HANGUL}]+)"
     f"|(?P<word>{_WORD}(?:['’]{_WORD})?(?:[-./:@]{_WORD}(?:['’]{_WORD})?)*)"

@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memdir.index._engine import StoredRow
+from memdir.index._engine import FileInfo, StoredRow
 from memdir.index._porter import stem
 from memdir.index._text import text_tokens
 from memdir.ledger import normalize_bullet
@@ -54,6 +54,8 @@ class RankConfig:
     curated_boost: float = 0.15
     context_weight: float = 0.3
     context_top: int = 30
+    candidates: int = 40
+    postings_budget: int = 2_000
 
 
 DEFAULT = RankConfig()
@@ -89,8 +91,12 @@ def _analyse(content: str) -> _Analysis:
         return cached
     where: dict[str, list[int]] = {}
     tokens = text_tokens(content)
-    for i, token in enumerate(tokens):
-        where.setdefault(stem(token), []).append(i)
+    for i, token in enumerate(map(stem, tokens)):
+        found = where.get(token)
+        if found is None:
+            where[token] = [i]
+        else:
+            found.append(i)
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.clear()
     result = (len(tokens), where)
@@ -161,14 +167,22 @@ class Scorer:
 
     def prior(self, row: StoredRow) -> float:
         """Query-independent factor: recency of the daily file, curated memory."""
+        return self.file_prior(row.file)
+
+    def file_prior(self, file: FileInfo) -> float:
+        """Query-independent factor of one file (recency of a daily file, curated memory)."""
         config = self.config
         factor = 1.0
-        if config.recency and self.newest_day is not None and row.file.day is not None:
-            age = max(0, self.newest_day - row.file.day)
+        if config.recency and self.newest_day is not None and file.day is not None:
+            age = max(0, self.newest_day - file.day)
             factor *= 1 + config.recency_weight / (1 + age / config.recency_days)
-        if config.curated and row.file.curated:
+        if config.curated and file.curated:
             factor *= 1 + config.curated_boost
         return factor
+
+    def file_priors(self, files: dict[int, FileInfo]) -> dict[int, float]:
+        """:meth:`file_prior` of every file, by file id."""
+        return {file_id: self.file_prior(info) for file_id, info in files.items()}
 
 
 def finish(

@@ -12,7 +12,7 @@ at a million lines). Instead:
 3. For a few terms, an ``AND`` of all of them adds the rows that contain every term even
    when a common term's list was cut short.
 4. Rows are pre-ranked by the idf mass of the terms whose lists hold them; the best
-   :data:`CANDIDATES` are fetched and scored precisely by :class:`memdir.index._rank.Scorer`.
+   ``RankConfig.candidates`` are fetched and scored precisely by :class:`memdir.index._rank.Scorer`.
 """
 
 from __future__ import annotations
@@ -20,22 +20,20 @@ from __future__ import annotations
 import heapq
 import math
 from collections import defaultdict
+from collections.abc import Container
 
 from memdir.index import _rank
 from memdir.index._engine import Engine, StoredRow
 from memdir.index._porter import stem
 from memdir.index._query import Term, analyze_query
 from memdir.index._rank import Scorer, WeightedTerm, finish, idf
+from memdir.index._schema import LINE_BITS
 from memdir.index._text import fold
 from memdir.index._types import SearchHit
 
-__all__ = ["CANDIDATES", "run_search"]
+__all__ = ["run_search"]
 
-CANDIDATES = 300
-"""Rows scored precisely per query (more when a caller asks for more hits)."""
-POSTINGS_BUDGET = 24_000
-"""Row ids read from FTS5 per query, shared between the terms."""
-MIN_PER_TERM = 400
+MIN_PER_TERM = 200
 MAX_AND_TERMS = 8
 
 
@@ -47,15 +45,27 @@ def _estimate_df(engine: Engine, ids: list[int], cap: int, total: int) -> int:
 
 
 def _with_context(
-    engine: Engine, scorer: Scorer, rows: dict[int, StoredRow], scores: dict[int, float]
+    engine: Engine,
+    scorer: Scorer,
+    rows: dict[int, StoredRow],
+    scores: dict[int, float],
+    matching: Container[int],
 ) -> dict[int, float]:
-    """Let the strongest rows lift their matching neighbours in the same section."""
+    """Let the strongest rows lift their matching neighbours in the same section.
+
+    ``matching`` holds every row known to contain a query term; only those can be lifted.
+    """
     config = scorer.config
     top = heapq.nlargest(
         config.context_top, (r for r in scores if scores[r] > 0), key=scores.__getitem__
     )
     links = engine.neighbors(top)
-    missing = [n for pair in links.values() for n in pair if n is not None and n not in rows]
+    missing = [
+        n
+        for pair in links.values()
+        for n in pair
+        if n is not None and n not in rows and n in matching
+    ]
     for row in engine.fetch(missing):
         rows[row.rowid] = row
         scores[row.rowid] = scorer.score(row)
@@ -72,6 +82,24 @@ def _with_context(
     return lifted
 
 
+def _pre_rank(lists: list[tuple[list[int], float]], wanted: int) -> dict[int, float]:
+    """Sum of term weights per row, rarest lists first.
+
+    Once the rarer lists have supplied enough rows, a more common term's list only adds
+    weight to rows already found (a set intersection, done in C) instead of adding its many
+    single-term rows, which could not outrank rows holding several terms.
+    """
+    pre: defaultdict[int, float] = defaultdict(float)
+    for ids, gain in sorted(lists, key=lambda item: len(item[0])):
+        if len(pre) < wanted * 4:
+            for rowid in ids:
+                pre[rowid] += gain
+        else:
+            for rowid in pre.keys() & ids:
+                pre[rowid] += gain
+    return pre
+
+
 def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
     """Search ``engine`` for ``query``; at most ``limit`` hits, best first."""
     terms = analyze_query(query)
@@ -84,10 +112,14 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
     config = _rank.DEFAULT
     scale = {"": 1.0, "sub": config.subword_weight}
     active = [term for term in active if scale[term.part] > 0]
-    per_term = max(MIN_PER_TERM, POSTINGS_BUDGET // max(1, len(active)))
-    pre: defaultdict[int, float] = defaultdict(float)
+    wanted = max(config.candidates, limit * 3)
+    if len(active) == 1:
+        per_term = wanted  # one term: every row holds it; take the newest
+    else:
+        per_term = max(MIN_PER_TERM, config.postings_budget // len(active))
     weighted: list[WeightedTerm] = []
     main: list[tuple[Term, list[int]]] = []
+    lists: list[tuple[list[int], float]] = []
     for term in active:
         ids = engine.rowids(term.fts, per_term)
         if not ids:
@@ -100,25 +132,27 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
             part=bool(term.part),
         )
         weighted.append(wt)
-        gain = wt.idf * wt.weight
-        for rowid in ids:
-            pre[rowid] += gain
+        lists.append((ids, wt.idf * wt.weight))
         if not term.part:
             main.append((term, ids))
     if not main:
         return []
+    pre = _pre_rank(lists, wanted)
     if 2 <= len(main) <= MAX_AND_TERMS and any(len(ids) >= per_term for _, ids in main):
         every = " AND ".join(term.fts for term, _ in main)
         bonus = sum(wt.idf * wt.weight for wt in weighted if not wt.part)
-        for rowid in engine.rowids(every, CANDIDATES):
+        for rowid in engine.rowids(every, wanted):
             pre[rowid] = max(pre[rowid], bonus)
-    wanted = max(CANDIDATES, limit * 3)
-    chosen = heapq.nlargest(wanted, pre, key=lambda rowid: (pre[rowid], rowid))
-    rows = {row.rowid: row for row in engine.fetch(chosen)}
     scorer = Scorer(weighted, avgdl=avgdl, newest_day=engine.newest_day(), config=config)
+    prior = scorer.file_priors(engine.files_by_id())
+    shift = LINE_BITS
+    chosen = heapq.nlargest(
+        wanted, pre, key=lambda rowid: (pre[rowid] * prior.get(rowid >> shift, 1.0), rowid)
+    )
+    rows = {row.rowid: row for row in engine.fetch(chosen)}
     scores = {rowid: scorer.score(row) for rowid, row in rows.items()}
     if config.context:
-        scores = _with_context(engine, scorer, rows, scores)
+        scores = _with_context(engine, scorer, rows, scores, pre)
     return [
         SearchHit(
             path=item.row.file.path,

@@ -130,6 +130,10 @@ class SqliteEngine:
         """Every indexed file by workspace-relative path."""
         return {info.path: info for info in self._file_rows()}
 
+    def files_by_id(self) -> dict[int, FileInfo]:
+        """Every indexed file by id (cached until the database changes)."""
+        return self._by_id()
+
     def _by_id(self) -> dict[int, FileInfo]:
         version = self._con.execute("PRAGMA data_version").fetchone()[0]
         if self._files_by_id is None or version != self._data_version:

@@ -43,7 +43,7 @@ CJK_CHARS = HAN + HIRAGANA + KATAKANA + HANGUL
 _CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A token as unicode61 sees it: letters and digits (the underscore separates).
-_TOKEN = re.compile(f"[{CJK_CHARS}]|(?:(?![{CJK_CHARS}])[^\\W_])+")
+_TOKEN = re.compile(f"[{CJK_CHARS}]|[^\\W_{CJK_CHARS}]+")
 
 
 def _spread(match: re.Match[str]) -> str:
@@ -76,6 +76,12 @@ def fold(token: str) -> str:
     return "".join(_fold_char(ch) for ch in token)
 
 
+_LATIN_MARKED = re.compile("[\u00c0-\u024f\u1e00-\u1eff]")
+
+
 def text_tokens(text: str) -> list[str]:
     """Folded tokens of ``text`` in order (one per CJK character), without stemming."""
-    return [fold(token) for token in _TOKEN.findall(text)]
+    tokens = _TOKEN.findall(text.lower())
+    if _LATIN_MARKED.search(text) is None:
+        return tokens
+    return [fold(token) for token in tokens]
