@@ -81,18 +81,17 @@ async def test_summary_has_the_four_sections_filled_from_the_conversation() -> N
     summary = "\n".join(sections["SUMMARY"])
     assert "I prefer pytest over unittest" in summary
     assert "We decided to correct the expected value" in summary
-    assert "Error from bash: FAILED tests/test_app.py::test_add" in summary
+    assert "Error (bash `pytest -q tests/test_app.py`): FAILED tests/test_app.py::" in summary
     assert "read_file ×1" in summary and "bash ×1" in summary
     artifacts = sections["ARTIFACTS"]
-    assert "- file: tests/test_app.py" in artifacts
-    assert "- command: `pytest -q tests/test_app.py`" in artifacts  # from the tool call
-    assert "- command: `make test`" in artifacts
-    assert "- url: https://docs.pytest.org/en/stable/" in artifacts
-    assert "- file: docs/usage.md" in artifacts
+    assert "- tests/test_app.py" in artifacts
+    assert "- `pytest -q tests/test_app.py` (failed)" in artifacts  # from the tool call
+    assert "- `make test`" in artifacts
+    assert "- https://docs.pytest.org/en/stable/" in artifacts
+    assert "- docs/usage.md" in artifacts
     assert len(artifacts) == len(set(artifacts))
     steps = "\n".join(sections["NEXT STEPS"])
-    assert "Continue the open request: Good. Then update docs/usage.md" not in steps
-    assert "Continue the open request: Then update docs/usage.md" in steps
+    assert "Open user request: Good. Then update docs/usage.md" in steps
     assert "Next, I will run the full suite." in steps
 
 
@@ -106,11 +105,11 @@ async def test_summary_in_chinese_and_pending_tool_call() -> None:
     text = await ask("summarize", **{MESSAGES_KEY: dicts(msgs)})
     sections = parse_summary(text)
     assert any("帮我分析" in line for line in sections["SESSION INTENT"])
-    assert any("用户：我们决定用季度汇总" in line for line in sections["SUMMARY"])
-    assert "- file: data/sales.csv" in sections["ARTIFACTS"]
+    assert any("决定：我们决定用季度汇总" in line for line in sections["SUMMARY"])
+    assert "- data/sales.csv" in sections["ARTIFACTS"]
     steps = "\n".join(sections["NEXT STEPS"])
-    assert "pending tool call run_sql" in steps
-    assert "继续处理未完成的请求：帮我分析" in steps
+    assert "未完成的工具调用：run_sql" in steps
+    assert "未完成的用户请求：帮我分析" in steps
 
 
 async def test_an_earlier_summary_is_folded_in() -> None:
@@ -126,11 +125,11 @@ async def test_an_earlier_summary_is_folded_in() -> None:
     text = await ask("summarize", **{MESSAGES_KEY: dicts(later)})
     sections = parse_summary(text)
     # Old artifacts carried over once, new ones added.
-    assert sections["ARTIFACTS"].count("- file: tests/test_app.py") == 1
-    assert "- file: CHANGELOG.md" in sections["ARTIFACTS"]
+    assert sections["ARTIFACTS"].count("- tests/test_app.py") == 1
+    assert "- CHANGELOG.md" in sections["ARTIFACTS"]
     intent = "\n".join(sections["SESSION INTENT"])
     assert "fix the failing test" in intent and "changelog entry" in intent
-    assert any("Error from bash" in line for line in sections["SUMMARY"])
+    assert any("Error (bash" in line for line in sections["SUMMARY"])
     # Next steps are about the newest request, not the old one.
     steps = "\n".join(sections["NEXT STEPS"])
     assert "changelog" in steps and "docs/usage.md" not in steps
@@ -315,7 +314,7 @@ async def test_summarize_without_structured_copy_uses_the_conversation() -> None
     resp = await model.generate(
         [*CODING_SESSION, Msg.user("Summarise the above.", metadata={TASK_KEY: "summarize"})]
     )
-    assert "- file: tests/test_app.py" in parse_summary(resp.text)["ARTIFACTS"]
+    assert "- tests/test_app.py" in parse_summary(resp.text)["ARTIFACTS"]
 
 
 # -- invariants ------------------------------------------------------------------------------

@@ -1,46 +1,85 @@
 """The extractive compaction summary: four sections pulled out of the messages, no model.
 
-``## SESSION INTENT`` lists the user's requests, ``## SUMMARY`` the decisions, facts, answers
-and errors, ``## ARTIFACTS`` the files, URLs, commands and ids (from text and tool-call
-arguments), ``## NEXT STEPS`` what was still open. An earlier summary among the messages is
-folded in: its lines are carried over and deduplicated, newest kept when space runs out.
+``## SESSION INTENT``
+    The first substantive request and each later change of direction.
+``## SUMMARY``
+    Labelled bullets: decisions, constraints, preferences and facts the user stated, the
+    assistant's decisions and findings, error and outcome lines of tool output, and a tally of
+    the tools used. Newest wins: a repeated line moves to its latest place, and a decision or
+    preference that changes an earlier one replaces it.
+``## ARTIFACTS``
+    ``Files`` / ``Commands`` / ``Identifiers`` / ``URLs`` (see :mod:`._summary_artifacts`),
+    each deduplicated and ordered by last mention.
+``## NEXT STEPS``
+    The open user request(s) nearly word for word, pending tool calls, and what the assistant
+    said it would do next.
+
+An earlier summary among the messages is folded in: its sections are carried over and merged
+with the new messages. Every section has a cap; what goes over it is dropped oldest (and least
+important) first and counted in a ``(+N … in the session log)`` line, so the summary stays
+bounded however many times it is folded. Labels follow the conversation's language. Secrets
+are masked with :func:`memdir.redact.redact`. The output is a pure function of the input.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from memdir.ledger import normalize_bullet
-from memdir.messages import SUMMARY_NAME, Msg, dangling_tool_calls
-from memdir.models._extract import (
-    artifacts_in_call,
-    artifacts_in_text,
-    clip,
-    cue_kind,
-    has_cjk,
-    sentences,
+from memdir.messages import SUMMARY_NAME, Msg, ToolUseBlock, dangling_tool_calls
+from memdir.models._extract import clip, sentences
+from memdir.models._summary_artifacts import call_command, key_of, scan_call, scan_text
+from memdir.models._summary_fold import (
+    Artifacts,
+    Notes,
+    dropped_line,
+    guard,
+    parse_dropped,
+    tools_line,
 )
+from memdir.models._summary_notes import (
+    assistant_kind,
+    call_label,
+    commitment,
+    direction_change,
+    language,
+    output_lines,
+    request_gist,
+    user_kinds,
+)
+from memdir.redact import redact
 
 __all__ = ["SECTIONS", "parse_summary", "summarize"]
 
 SECTIONS = ("SESSION INTENT", "SUMMARY", "ARTIFACTS", "NEXT STEPS")
-_CAPS = {"SESSION INTENT": 8, "SUMMARY": 30, "ARTIFACTS": 40, "NEXT STEPS": 5}
+_INTENT_CAP, _INTENT_HEAD, _STEPS_CAP = 6, 2, 6
+# What share of a tight budget each section may keep before it gives up lines.
+_SHARES = {"SESSION INTENT": 0.15, "SUMMARY": 0.4, "ARTIFACTS": 0.35, "NEXT STEPS": 0.1}
 _HEADER = re.compile(r"^\s*#{1,3}\s*(SESSION INTENT|SUMMARY|ARTIFACTS|NEXT STEPS)\s*$", re.I)
-_ERROR = re.compile(
-    r"^\s*(?:error|exception|traceback|fatal)\b|\b(?:error|exception):|\bfailed\b|错误|失败|异常|报错",
-    re.IGNORECASE,
-)
-_NEXT = re.compile(
-    r"\b(?:next,? i(?:'ll| will)|next step|then i(?:'ll| will)|todo|to do:|still need to|"
-    r"remaining:)\b|接下来|下一步|待办|还需要|之后再",
-    re.IGNORECASE,
-)
+_STEP_TEXT = {
+    "en": {
+        "open": "Open user request: ",
+        "answered": "Last user request (answered): ",
+        "call": "Pending tool call: ",
+        "plan": "Assistant's plan: ",
+    },
+    "zh": {
+        "open": "未完成的用户请求：",
+        "answered": "最后的用户请求（已答复）：",
+        "call": "未完成的工具调用：",
+        "plan": "助手计划：",
+    },
+}
 
 
 def parse_summary(text: str) -> dict[str, list[str]]:
-    """The bullet lines of each section of a summary (``None`` placeholders left out)."""
+    """The lines of each section of a summary (``None`` placeholders left out).
+
+    Lines are ``- `` bullets, except the group headings of ``## ARTIFACTS`` (``Files:`` …),
+    which are kept as they are.
+    """
     out: dict[str, list[str]] = {name: [] for name in SECTIONS}
     current: str | None = None
     for line in text.splitlines():
@@ -54,11 +93,164 @@ def parse_summary(text: str) -> dict[str, list[str]]:
         body = line.strip()
         if current is None or not body or body.lower() in ("none", "- none", "(none)"):
             continue
-        out[current].append(body if body.startswith("- ") else f"- {body.lstrip('-*• ')}")
+        if current == "ARTIFACTS" and Artifacts.is_heading(body):
+            out[current].append(body)
+        else:
+            out[current].append(body if body.startswith("- ") else f"- {body.lstrip('-*• ')}")
     return out
 
 
-def _dedupe(lines: Iterable[str]) -> list[str]:
+def _is_summary(msg: Msg) -> bool:
+    return msg.name == SUMMARY_NAME or (msg.role != "tool" and "## SESSION INTENT" in msg.text)
+
+
+def summarize(msgs: Sequence[Msg], *, max_chars: int | None = None) -> str:
+    """The four-section summary of ``msgs`` (earlier summaries among them folded in).
+
+    Args:
+        msgs: the messages to summarise, oldest first; summary messages are folded in.
+        max_chars: an upper bound on the length of the answer, met by dropping the oldest,
+            least important lines first, then by shortening lines (``None``: only the
+            per-section caps apply).
+    """
+    conv = [m for m in msgs if m.role != "system" and not _is_summary(m)]
+    draft = _Draft(language(conv, "\n".join(m.text for m in msgs if _is_summary(m))))
+    old_steps: list[str] = []
+    for msg in msgs:
+        if _is_summary(msg):
+            old_steps.extend(draft.carry(parse_summary(msg.text)))
+
+    calls: dict[str, ToolUseBlock] = {c.id: c for m in conv for c in m.tool_uses}
+    gists = [request_gist(m.text) if m.role == "user" else "" for m in conv]
+    for msg, gist in zip(conv, gists, strict=True):
+        _read_message(msg, calls, draft.notes, draft.artifacts, draft.tools)
+        if gist and (not draft.intents or direction_change(gist, draft.intents)):
+            draft.intents.append(gist)
+    # A new request makes the old next steps history; otherwise they still stand.
+    asked = any(gists)
+    fresh = _next_steps(conv, gists, draft.lang)
+    draft.set_steps(fresh if asked else [*old_steps, *fresh], reset=asked)
+    return draft.fit(max_chars)
+
+
+class _Draft:
+    """The summary being assembled: its four sections and what each has dropped."""
+
+    def __init__(self, lang: str) -> None:
+        self.lang = lang
+        self.notes = Notes(lang)
+        self.artifacts = Artifacts(lang)
+        self.tools: Counter[str] = Counter()
+        self.intents: list[str] = []
+        self.intents_dropped = 0
+        self.steps: list[str] = []
+        self.steps_dropped = 0
+
+    def carry(self, old: dict[str, list[str]]) -> list[str]:
+        """Take an earlier summary's sections; return its next steps (kept or not later)."""
+        for line in old["SESSION INTENT"]:
+            count = parse_dropped(line)
+            if count is None:
+                self.intents.append(line[2:])
+            else:
+                self.intents_dropped += count
+        self.notes.carry(old["SUMMARY"], self.tools)
+        self.artifacts.carry(old["ARTIFACTS"])
+        steps = []
+        for line in old["NEXT STEPS"]:
+            count = parse_dropped(line)
+            if count is None:
+                steps.append(line[2:])
+            else:
+                self.steps_dropped += count
+        return steps
+
+    def set_steps(self, steps: list[str], *, reset: bool) -> None:
+        """Settle the next steps (and the intents' cap: the first ones and the latest)."""
+        self.steps = _dedupe(steps)
+        if reset:
+            self.steps_dropped = 0
+        if len(self.steps) > _STEPS_CAP:
+            self.steps_dropped += len(self.steps) - _STEPS_CAP
+            self.steps = self.steps[-_STEPS_CAP:]
+        self.intents = _dedupe(self.intents)
+        if len(self.intents) > _INTENT_CAP:
+            cut = len(self.intents) - _INTENT_CAP
+            self.intents_dropped += cut
+            del self.intents[_INTENT_HEAD : _INTENT_HEAD + cut]
+
+    def render(self, width: int | None = None) -> str:
+        """The summary text; ``width`` shortens every line (the last resort of :meth:`fit`)."""
+        lang = self.lang
+        intents = [guard(f"- {i}") for i in self.intents]
+        if self.intents_dropped:
+            at = min(_INTENT_HEAD, len(intents))
+            intents.insert(at, dropped_line(self.intents_dropped, "requests", lang))
+        steps = [guard(f"- {s}") for s in self.steps]
+        if self.steps_dropped:
+            steps.insert(0, dropped_line(self.steps_dropped, "steps", lang))
+        bodies = {
+            "SESSION INTENT": intents,
+            "SUMMARY": [*self.notes.render(), *tools_line(self.tools, lang)],
+            "ARTIFACTS": self.artifacts.render(),
+            "NEXT STEPS": steps,
+        }
+        blocks = []
+        for name in SECTIONS:
+            lines = bodies[name]
+            if width is not None:
+                lines = [clip(ln, width) if ln.startswith("- ") else ln for ln in lines]
+            blocks.append(f"## {name}\n" + ("\n".join(lines) or "None"))
+        return redact("\n\n".join(blocks) + "\n")
+
+    def fit(self, max_chars: int | None) -> str:
+        """Render within ``max_chars``: drop lines from the section furthest over its share
+        (oldest and least important first), then, if that is not enough, shorten lines."""
+        text = self.render()
+        while max_chars is not None and len(text) > max_chars:
+            self._drop(len(text) - max_chars)
+            shorter = self.render()
+            if len(shorter) >= len(text):
+                break  # nothing left to drop
+            text = shorter
+        width = 160
+        while max_chars is not None and len(text) > max_chars and width >= 40:
+            text = self.render(width)
+            width -= 20
+        return text
+
+    def _drop(self, over: int) -> None:
+        while over > 0:
+            sizes = {
+                "SESSION INTENT": _size(self.intents) if len(self.intents) > 1 else 0,
+                "SUMMARY": self.notes.size(),
+                "ARTIFACTS": self.artifacts.size(),
+                "NEXT STEPS": _size(self.steps) if len(self.steps) > 1 else 0,
+            }
+            name = max(SECTIONS, key=lambda n: (sizes[n] / _SHARES[n], -SECTIONS.index(n)))
+            if sizes[name] == 0:
+                return
+            if name == "SUMMARY":
+                self.notes.drop_one()
+                over -= sizes[name] - self.notes.size()
+            elif name == "ARTIFACTS":
+                self.artifacts.drop_one()
+                over -= sizes[name] - self.artifacts.size()
+            elif name == "SESSION INTENT":
+                at = _INTENT_HEAD if len(self.intents) > _INTENT_HEAD else 1
+                over -= len(self.intents.pop(at)) + 3
+                self.intents_dropped += 1
+            else:
+                over -= len(self.steps.pop(0)) + 3
+                self.steps_dropped += 1
+
+
+def _size(lines: Sequence[str]) -> int:
+    return sum(len(line) + 3 for line in lines)
+
+
+def _dedupe(lines: Sequence[str]) -> list[str]:
+    """First occurrence of each line (compared as normalised bullets)."""
     seen: set[str] = set()
     out = []
     for line in lines:
@@ -69,135 +261,77 @@ def _dedupe(lines: Iterable[str]) -> list[str]:
     return out
 
 
-_FILLER = re.compile(
-    r"^(?:ok(?:ay)?|yes|yeah|yep|no|sure|thanks?(?: you)?|great|good|fine|cool|got it|"
-    r"好的?|好吧|嗯+|行|可以|谢谢|收到|明白了?)[\s.!。！,，]*$",
-    re.IGNORECASE,
-)
-
-
-def _request(msg: Msg) -> str:
-    """The gist of a user message: its first three sentences that are not acknowledgements."""
-    parts = [s for s in sentences(msg.text) if not _FILLER.match(s)][:3]
-    joiner = "" if any(has_cjk(p) for p in parts) else " "
-    return clip(joiner.join(parts), 240) if parts else ""
-
-
-def summarize(msgs: Sequence[Msg], *, max_chars: int | None = None) -> str:
-    """The four-section summary of ``msgs`` (earlier summaries among them folded in)."""
-    old: dict[str, list[str]] = {name: [] for name in SECTIONS}
-    conv: list[Msg] = []
-    for msg in msgs:
-        if msg.name == SUMMARY_NAME or (msg.role != "tool" and "## SESSION INTENT" in msg.text):
-            for name, lines in parse_summary(msg.text).items():
-                old[name].extend(lines)
-        elif msg.role != "system":
-            conv.append(msg)
-
-    requests = [r for m in conv if m.role == "user" and (r := _request(m))]
-    intents = _dedupe([*old["SESSION INTENT"], *(f"- {r}" for r in requests)])
-    if len(intents) > _CAPS["SESSION INTENT"]:
-        intents = intents[:2] + intents[-(_CAPS["SESSION INTENT"] - 2) :]
-
-    sections = {
-        "SESSION INTENT": intents,
-        "SUMMARY": _dedupe([*old["SUMMARY"], *_summary_lines(conv)])[-_CAPS["SUMMARY"] :],
-        "ARTIFACTS": _dedupe([*old["ARTIFACTS"], *_artifact_lines(conv)])[-_CAPS["ARTIFACTS"] :],
-        "NEXT STEPS": _next_steps(conv, requests) or old["NEXT STEPS"][-_CAPS["NEXT STEPS"] :],
-    }
-    text = _render(sections)
-    # Over budget: drop the oldest lines of the longest-lived sections first.
-    while max_chars is not None and len(text) > max_chars:
-        for name in ("SUMMARY", "ARTIFACTS", "SESSION INTENT", "NEXT STEPS"):
-            lines = sections[name]
-            if len(lines) > 1:
-                del lines[1 if name == "SESSION INTENT" else 0]
-                break
-        else:
-            break
-        text = _render(sections)
-    return text
-
-
-def _render(sections: dict[str, list[str]]) -> str:
-    blocks = []
-    for name in SECTIONS:
-        body = "\n".join(sections[name]) if sections[name] else "None"
-        blocks.append(f"## {name}\n{body}")
-    return "\n\n".join(blocks) + "\n"
-
-
-def _summary_lines(conv: Sequence[Msg]) -> list[str]:
-    lines: list[str] = []
-    tool_counts: Counter[str] = Counter()
-    for index, msg in enumerate(conv):
-        if msg.role == "user":
-            for sentence in sentences(msg.text):
-                if cue_kind(sentence) and not sentence.endswith(("?", "？")):
-                    lines.append(f"- {_who('user', sentence)}{clip(sentence, 200)}")
-        elif msg.role == "assistant":
-            tool_counts.update(c.name for c in msg.tool_uses)
-            said = sentences(msg.text)
-            decided = [s for s in said if cue_kind(s) == "decision"]
-            lines.extend(f"- {_who('assistant', s)}{clip(s, 200)}" for s in decided)
-            nxt = conv[index + 1] if index + 1 < len(conv) else None
-            is_answer = not msg.tool_uses and (nxt is None or nxt.role == "user")
-            if is_answer and said and said[0] not in decided:
-                lines.append(f"- {_who('answer', said[0])}{clip(said[0], 200)}")
-        elif msg.role == "tool":
-            for result in msg.tool_results:
-                first = next((ln.strip() for ln in result.text.splitlines() if ln.strip()), "")
-                if result.is_error or (first and _ERROR.search(first)):
-                    label = result.name or "tool"
-                    lines.append(f"- Error from {label}: {clip(first or 'failed', 160)}")
-    if tool_counts:
-        used = ", ".join(f"{name} ×{n}" for name, n in tool_counts.most_common())
-        lines.append(f"- Tools used: {used}")
-    return lines
-
-
-def _who(role: str, sentence: str) -> str:
-    zh = has_cjk(sentence)
-    if role == "user":
-        return "用户：" if zh else "User: "
-    if role == "answer":
-        return "答复：" if zh else "Answered: "
-    return "助手：" if zh else "Assistant: "
-
-
-def _artifact_lines(conv: Sequence[Msg]) -> list[str]:
-    found = []
-    for msg in conv:
-        if msg.role in ("user", "assistant"):
-            found.extend(artifacts_in_text(msg.text))
+def _read_message(
+    msg: Msg,
+    calls: dict[str, ToolUseBlock],
+    notes: Notes,
+    artifacts: Artifacts,
+    tools: Counter[str],
+) -> None:
+    """Add what one message contributes to the SUMMARY and ARTIFACTS sections."""
+    if msg.role == "user":
+        for sentence in sentences(msg.text):
+            kind = user_kinds(sentence)
+            if kind:
+                notes.add(kind, clip(sentence, 220))
+        artifacts.add(scan_text(msg.text, tier=1))
+    elif msg.role == "assistant":
+        said = [(s, assistant_kind(s)) for s in sentences(msg.text)]
+        for sentence, kind in said:
+            if kind:
+                notes.add(kind, clip(sentence, 220))
+        # A final answer (no tool call follows): its first plain sentence is the gist.
+        plain = [s for s, kind in said if not kind]
+        if plain and not msg.tool_uses:
+            notes.add("answer", clip(plain[0], 200))
+        artifacts.add(scan_text(msg.text, tier=1))
         for call in msg.tool_uses:
-            found.extend(artifacts_in_call(call))
-    return [
-        f"- {kind}: `{value}`" if kind == "command" else f"- {kind}: {value}"
-        for kind, value in found
-    ]
+            tools[call.name] += 1
+            artifacts.add(scan_call(call))
+    elif msg.role == "tool":
+        for result in msg.tool_results:
+            origin = calls.get(result.tool_use_id)
+            lines = output_lines(result.text, result.is_error)
+            label = call_label(origin, result.name)
+            for kind, line in lines:
+                notes.add(kind, line, context=label)
+            artifacts.add(scan_text(result.text[:20_000], tier=0, output=True))
+            command = call_command(origin) if origin is not None else None
+            if command:
+                failed = result.is_error or any(kind == "error" for kind, _ in lines)
+                artifacts.set_status(key_of("Commands", command), failed=failed)
 
 
-def _next_steps(conv: Sequence[Msg], requests: Sequence[str]) -> list[str]:
+def _is_answer(msg: Msg) -> bool:
+    return msg.role == "assistant" and not msg.tool_uses and bool(msg.text.strip())
+
+
+def _next_steps(conv: Sequence[Msg], gists: Sequence[str], lang: str) -> list[str]:
+    """Open requests, pending tool calls and the assistant's stated plans, oldest first."""
+    words = _STEP_TEXT[lang]
     steps: list[str] = []
+    asks = [i for i, gist in enumerate(gists) if gist]
+    last_answer = next((i for i in range(len(conv) - 1, -1, -1) if _is_answer(conv[i])), -1)
+    open_asks = [i for i in asks if i > last_answer][-3:]
+    for i in open_asks:
+        steps.append(words["open"] + clip(conv[i].text, 400))
+    # Plans said after the last request, or just before it (the request may accept them).
+    since = asks[-1] if asks else 0
+    before = next(
+        (
+            i
+            for i in range(since - 1, -1, -1)
+            if conv[i].role == "assistant" and conv[i].text.strip()
+        ),
+        since,
+    )
+    for i in range(before, len(conv)):
+        if conv[i].role == "assistant":
+            plans = [s for s in sentences(conv[i].text) if commitment(s)]
+            steps.extend(words["plan"] + clip(s, 200) for s in plans)
     for call in dangling_tool_calls(conv):
         args = ", ".join(f"{k}={v!r}" for k, v in list(call.input.items())[:3])
-        steps.append(f"- Finish the pending tool call {call.name}({clip(args, 120)})")
-    last_assistant = next((m for m in reversed(conv) if m.role == "assistant"), None)
-    if last_assistant is not None:
-        for sentence in sentences(last_assistant.text):
-            if _NEXT.search(sentence):
-                steps.append(f"- {clip(sentence, 200)}")
-    if requests:
-        last = next(m for m in reversed(conv) if m.role == "user" and _request(m))
-        answered = any(
-            m.role == "assistant" and m.text.strip() and not m.tool_uses
-            for m in conv[conv.index(last) + 1 :]
-        )
-        zh = has_cjk(requests[-1])
-        if answered:
-            lead = "跟进最后的请求：" if zh else "Follow up on the last request: "
-        else:
-            lead = "继续处理未完成的请求：" if zh else "Continue the open request: "
-        steps.append(f"- {lead}{requests[-1]}")
-    return _dedupe(steps)[: _CAPS["NEXT STEPS"]]
+        steps.append(f"{words['call']}{call.name}({clip(args, 120)})")
+    if not steps and asks:
+        steps.append(words["answered"] + clip(conv[asks[-1]].text, 400))
+    return steps

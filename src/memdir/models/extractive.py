@@ -36,9 +36,10 @@ from memdir.models._base import (
     ModelResponse,
     ToolSpec,
 )
-from memdir.models._extract import clip, has_cjk, sentences, tokens
+from memdir.models._extract import clip, sentences, tokens
 from memdir.models._extract_memory import NO_REPLY, consolidate, extract_facts
 from memdir.models._extract_summary import summarize
+from memdir.models._summary_notes import language
 
 __all__ = ["NO_REPLY", "ExtractiveModel"]
 
@@ -112,8 +113,7 @@ def _char_budget(max_output_tokens: int | None, msgs: Sequence[Msg]) -> int | No
     if max_output_tokens is None:
         return None
     # Roughly one token per Chinese character, three to four characters per English token.
-    zh = any(has_cjk(m.text) for m in msgs[:20])
-    return max_output_tokens * (1 if zh else 3)
+    return max_output_tokens * (1 if language(msgs) == "zh" else 3)
 
 
 def _consolidate(meta: dict[str, Any]) -> str:
