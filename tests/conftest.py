@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from memdir.workspace import Workspace
+
+# CI runs are reproducible: the same examples every run, no example database carried over.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 class _NetworkBlocked(RuntimeError):
