@@ -202,15 +202,18 @@ class MemoryIndex:
         started = time.perf_counter()
         if full:
             engine.reset()
-        stored = engine.files()
-        on_disk = sorted(self.workspace.memory_files(), key=_index_order)
+        stored = {info.path: info for info in engine.files_by_id().values()}
+        on_disk = self.workspace.memory_files()
+        if full or len(on_disk) != len(stored) or any(rel not in stored for rel in on_disk):
+            on_disk.sort(key=_index_order)  # new files get ids in date order
         indexed = unchanged = removed = lines = 0
         total = len(on_disk)
+        root = str(self.workspace.root)
         for done, rel in enumerate(on_disk, start=1):
-            path = self.workspace.root / rel
+            path = f"{root}/{rel}"
             info = stored.get(rel)
             try:
-                st = path.stat()
+                st: os.stat_result | None = os.stat(path)  # noqa: PTH116 - hot loop
             except OSError:
                 st = None
             if (
@@ -222,7 +225,7 @@ class MemoryIndex:
                 if progress is not None:
                     progress(done, total)
                 continue
-            result = engine.sync_file(rel, functools.partial(load_snapshot, path))
+            result = engine.sync_file(rel, functools.partial(load_snapshot, Path(path)))
             if result.changed:
                 indexed += 1
                 lines += result.inserted
