@@ -165,6 +165,9 @@ class Notes:
             return
         self._pos += 1
         self.items.pop(key, None)
+        if kind == "result" and context:  # one outcome per command: its latest run's
+            for old in [k for k, n in self.items.items() if k[0] == kind and n.context == context]:
+                del self.items[old]
         if kind in _CHOICES:
             for old in [k for k, n in self.items.items() if k[0] == kind]:
                 if conflicts(text, self.items[old].text):
