@@ -290,6 +290,24 @@ def test_plain_prose_yields_no_artifacts() -> None:
     assert parse_summary(summarize(msgs))["ARTIFACTS"] == []
 
 
+def test_small_talk_is_not_a_rule_a_decision_or_a_request() -> None:
+    msgs = [
+        Msg.user("Please draft the launch email for the beta testers."),
+        Msg.assistant("Agreed, Sam! I'm always here to help."),
+        Msg.user("2026-11-30"),
+        Msg.user("Must have been a long week. Don't worry about the tone."),
+        Msg.user("Always ask before sending anything to the list."),
+    ]
+    text = summarize(msgs)
+    assert parse_summary(text)["SESSION INTENT"] == [
+        "- Please draft the launch email for the beta testers."
+    ]
+    assert parse_summary(text)["SUMMARY"] == [
+        "- Answered: Agreed, Sam!",
+        "- Constraint: Always ask before sending anything to the list.",
+    ]
+
+
 def test_more_identifier_shapes() -> None:
     msgs = [
         Msg.user(

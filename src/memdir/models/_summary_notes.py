@@ -107,17 +107,28 @@ _DECISION = _Cue(
     r"|\b(?:we|i)(?:'ll|’ll| will| are going to|'re going to)\s+(?:use|go with|switch to|"
     r"stick with|keep|adopt|move to)\b"
     r"|\blet'?s\s+(?:use|go with|switch to|stick with|keep|adopt)\b|\bgoing with\b"
-    r"|^(?:decision|decided|agreed)\b|\b(?:decided|agreed) (?:to|on|that)\b"
+    r"|^(?:decision|decided|agreed)\s*[:：]|\b(?:decided|agreed) (?:to|on|that)\b"
     r"|决定|决策|采用|选定|选用|改用|定下|就用|统一用|商定|确定(?:用|使用|采用|为)",
     re.I,
 )
+_RULE_VERBS = (
+    "use|do|run|call|send|write|deploy|push|commit|put|add|ask|touch|change|edit|modify|delete|"
+    "remove|include|keep|return|answer|reply|respond|mention|log|store|check|test|merge|create|"
+    "install|upgrade|rename|expose|share|print"
+)
+# Rules, not moods: "never touch X", "always ask first", "must not exceed", "Don't …" at the
+# start; "I'm always here for you" and "must have been hard" are not constraints.
 _CONSTRAINT = _Cue(
     "must|never|always|avoid|no more than|at most|at least|make sure|ensure|"
     "required|not allowed|forbidden|only |do not|don|"
     "必须|务必|不要|不能|不得|禁止|不允许|只能|只用|至少|最多|不超过|确保|一定要",
-    r"\b(?:must(?:n't| not)?|never|always|avoid|no more than|at most|at least|make sure|"
-    r"ensure that|is required|are required|not allowed|forbidden|only (?:use|touch|change|edit|"
-    r"modify|run)|do not|don'?t)(?!\s+(?:know|understand|see|think|get|care|remember|worry)\b)\b"
+    r"\b(?:always|never)\s+(?:" + _RULE_VERBS + r")\b"
+    r"|^(?:please\s+)?(?:never|always|avoid|make sure|ensure)\b"
+    r"|\bmust(?:n't| not)?\s+(?!have\b)\w"
+    r"|\b(?:no more than|at most|at least|ensure that|is required|are required|not allowed|"
+    r"forbidden|only (?:use|touch|change|edit|modify|run))\b"
+    r"|\b(?:do not|don'?t)\s+(?!know|understand|see|think|get|care|remember|worry|forget|"
+    r"mind|like|want|have|feel)\w"
     r"|必须|务必|不要|不能|不得|禁止|不允许|只能|只用|至少|最多|不超过|确保|一定要",
     re.I,
 )
@@ -135,6 +146,17 @@ _COMMIT = _Cue(
     "我会|我将|我来|接下来|下一步|待办|还需要",
     r"\b(?:i'll|i’ll|i will|i'm going to|i am going to|next,? i|i plan to|i still need to|"
     r"still need to|remaining:|todo:?|to do:|next step)\b|我会|我将|我来|接下来|下一步|待办|还需要",
+    re.I,
+)
+# Something asked for: a polite form, a question, or an imperative verb first.
+_REQUEST = re.compile(
+    r"\b(?:please|can you|could you|would you|will you|i want|i need|i'd like|i would like|"
+    r"let'?s|help me)\b|[?？]"
+    r"|^(?:fix|add|write|create|update|make|implement|remove|delete|rename|refactor|run|check|"
+    r"find|show|explain|open|build|deploy|migrate|move|draft|review|test|debug|investigate|"
+    r"change|set|install|summari[sz]e|translate|generate|list|look|try|compare|send|prepare|"
+    r"plan|design|analy[sz]e|clean|convert|port|upgrade|revert|merge|commit|push|tell|give)\b"
+    r"|帮我|帮忙|请|我想|我要|我需要|能不能|能否|可以帮|麻烦|怎么|如何|吗[？?]?$",
     re.I,
 )
 _DIRECTION = _Cue(
@@ -285,7 +307,8 @@ def request_gist(text: str, limit: int = 240) -> str:
     if not parts:
         return ""
     joined = ("" if any(has_cjk(p) for p in parts) else " ").join(parts)
-    substantive = len(tokens(joined)) >= (4 if has_cjk(joined) else 3)
+    words = [t for t in tokens(joined) if not t.isdigit()]  # "2026-11-30" asks for nothing
+    substantive = len(words) >= (4 if has_cjk(joined) else 3)
     return clip(joined, limit) if substantive else ""
 
 
@@ -293,6 +316,8 @@ def direction_change(gist: str, earlier: Sequence[str]) -> bool:
     """Whether a request changes direction: a cue ("now", "instead", 改为…) or a new topic."""
     if _DIRECTION.search(gist):
         return True
+    if not _REQUEST.search(gist):
+        return False  # a remark, not something asked for
     words = set(tokens(gist))
     seen = {t for g in earlier for t in tokens(g)}
     return not words or len(words & seen) / len(words) < 0.25
