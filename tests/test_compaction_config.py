@@ -129,6 +129,25 @@ def test_provider_overflow_messages_are_recognised(text: str) -> None:
     assert is_context_overflow(RuntimeError(text))
 
 
+@pytest.mark.parametrize("text", OVERFLOW_MESSAGES)
+def test_adapters_and_compactor_share_one_overflow_list(text: str) -> None:
+    # The adapters turn these HTTP answers into ContextOverflowError; the compactor must
+    # recognise the very same texts, and vice versa (one list, no drift).
+    from memdir.models._http import is_overflow
+
+    assert is_overflow(400, {"error": {"message": text, "type": "invalid_request_error"}})
+    assert is_overflow(400, text)
+
+
+def test_adapters_never_take_a_rate_limit_for_an_overflow() -> None:
+    from memdir.models._http import is_overflow
+
+    tpm = "Request too large for gpt-4o on tokens per min (TPM): Limit 30000, Requested 50000."
+    assert not is_overflow(400, {"error": {"message": tpm, "code": "rate_limit_exceeded"}})
+    assert not is_overflow(429, {"error": {"message": "maximum context length"}})
+    assert is_overflow(413, "Request Entity Too Large")
+
+
 @pytest.mark.parametrize(
     "text",
     [

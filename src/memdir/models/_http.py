@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from memdir._overflow import is_overflow
 from memdir.errors import ConfigError, ContextOverflowError, ModelError
 
 __all__ = ["RetryPolicy", "error_message", "is_overflow", "post_json"]
@@ -19,33 +19,6 @@ __all__ = ["RetryPolicy", "error_message", "is_overflow", "post_json"]
 # Statuses worth another attempt: rate limits, overload and transient server failures.
 # (529 is Anthropic's "overloaded".)
 _RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-
-# How providers say "the request did not fit". Matched case-insensitively against the error
-# body; only for non-429 failures, because rate-limit messages also talk about tokens.
-_OVERFLOW = re.compile(
-    "|".join(
-        [
-            r"context[_ ]length[_ ]exceeded",  # OpenAI code
-            r"maximum context length",  # OpenAI, vLLM, DeepSeek, OpenRouter
-            r"exceeds? the context window",  # OpenAI (newer wording)
-            r"exceeds? the available context size",  # llama.cpp server
-            r"exceed_context_size_error",  # llama.cpp server error type
-            r"input length exceeds the (?:maximum )?context length",  # Ollama
-            r"input exceeds (?:the )?context length",  # Ollama runner
-            r"greater than the context length",  # LM Studio
-            r"range of input length should be",  # DashScope
-            r"input (?:length|tokens?) (?:exceeds?|is too long)",  # DashScope, Bedrock variants
-            r"input token count.{0,40}exceeds the maximum",  # Gemini (OpenAI-compatible)
-            r"maximum prompt length is \d+",  # xAI
-            r"reduce the length of the messages",  # Groq, vLLM
-            r"prompt is too long",  # Anthropic
-            r"request_too_large",  # Anthropic 413
-            r"context window exceeds limit",  # MiniMax
-            r"token limit exceeded",
-        ]
-    ),
-    re.IGNORECASE,
-)
 
 _sleep = asyncio.sleep  # patched by tests to observe back-off without waiting
 
@@ -99,16 +72,6 @@ def error_message(body: object) -> str:
         text = json.dumps(text, ensure_ascii=False, default=str)
     text = " ".join(text.split())
     return text if len(text) <= 300 else text[:297] + "..."
-
-
-def is_overflow(status_code: int | None, body: object) -> bool:
-    """Whether a failed response says the request exceeded the context window."""
-    if status_code == 413:
-        return True
-    if status_code == 429:
-        return False
-    haystack = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False, default=str)
-    return bool(_OVERFLOW.search(haystack))
 
 
 def _retry_after(response: httpx.Response) -> float | None:
