@@ -119,7 +119,7 @@ async def test_rendering_drops_system_and_summaries_and_compacts_tool_calls(ws: 
     prompt = model.calls[0].last_user_text
     assert "you are a bot" not in prompt and "summary" not in prompt.split("<conversation>")[1]
     assert "please fix src/app.py" in prompt
-    assert '[tool_call: write_file({"path": "src/app.py"' in prompt
+    assert '[tool call write_file id=c1] {"path": "src/app.py"' in prompt
     assert "ERROR at the end" in prompt  # the tail of a clipped result survives
     assert len(prompt) < 4_000
     assert model.calls[0].messages[-1].metadata[TASK_KEY] == "flush"

@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memdir._render import clip, render_message
 from memdir.compaction.overflow import is_context_overflow
-from memdir.compaction.summary import _clip, render_message, render_messages, render_prompt
+from memdir.compaction.summary import render_messages, render_prompt
 from memdir.compaction.summary import summary_text as unwrap_summary
 from memdir.errors import MemdirError
 from memdir.messages import SUMMARY_NAME, Msg
@@ -87,7 +88,7 @@ def _next_slice(
     for msg, text, cost in zip(msgs, renders, costs, strict=True):
         if cost > room:
             # One message larger than a whole slice: send its head and tail only.
-            text = _clip(text, max(200, int(len(text) * room / cost * 0.9)))
+            text = clip(text, max(200, int(len(text) * room / cost * 0.9)))
             cost = room
         if out_m and used + cost > room:
             break

@@ -16,7 +16,6 @@ names the session log lines it replaced, so the exact messages can be read back.
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -24,15 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memdir.messages import (
-    SUMMARY_NAME,
-    ImageBlock,
-    Msg,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-)
+from memdir._render import render_message
+from memdir.messages import SUMMARY_NAME, Msg, TextBlock
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
@@ -40,7 +32,6 @@ __all__ = [
     "SUMMARY_SECTIONS",
     "SummaryLog",
     "build_summary_message",
-    "render_message",
     "render_messages",
     "render_prompt",
     "summarized_count",
@@ -89,78 +80,6 @@ What remains to do, starting with what the assistant was doing when this summary
 {messages}
 </messages>
 """
-
-# Rendering limits (characters). Errors get more room: their text is what the next try needs.
-_TEXT_LIMIT = 6_000
-_RESULT_LIMIT = 1_200
-_ERROR_LIMIT = 4_000
-_THINKING_LIMIT = 600
-_ARG_STRING_LIMIT = 300
-_CALL_LIMIT = 1_500
-
-
-def _clip(text: str, limit: int) -> str:
-    """``text`` shortened in the middle to about ``limit`` characters (head twice the tail)."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    head = (limit * 2) // 3
-    tail = limit - head
-    return f"{text[:head]} …[{len(text) - limit:,} characters omitted]… {text[-tail:]}"
-
-
-def _compact_args(value: Any, depth: int = 0) -> Any:
-    if depth > 8:
-        return "…"
-    if isinstance(value, str):
-        return _clip(value, _ARG_STRING_LIMIT)
-    if isinstance(value, dict):
-        return {k: _compact_args(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        items = [_compact_args(v, depth + 1) for v in value[:20]]
-        if len(value) > 20:
-            items.append(f"…{len(value) - 20} more")
-        return items
-    return value
-
-
-def _render_call(call: ToolUseBlock) -> str:
-    try:
-        args = json.dumps(_compact_args(call.input), ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        args = repr(call.input)
-    return f"[tool call {call.name} id={call.id}] {_clip(args, _CALL_LIMIT)}"
-
-
-def _render_result(block: ToolResultBlock) -> str:
-    label = f"[tool result {block.name or '?'} id={block.tool_use_id}"
-    label += " ERROR]" if block.is_error else "]"
-    text = block.text
-    if not isinstance(block.output, str):
-        images = sum(isinstance(p, ImageBlock) for p in block.output)
-        if images:
-            text += f" [{images} image(s)]"
-    return f"{label} {_clip(text, _ERROR_LIMIT if block.is_error else _RESULT_LIMIT)}"
-
-
-def render_message(msg: Msg) -> str:
-    """One message as the summariser reads it (a labelled, possibly multi-line entry)."""
-    parts: list[str] = []
-    for block in msg.content:
-        if isinstance(block, TextBlock):
-            if block.text.strip():
-                parts.append(_clip(block.text, _TEXT_LIMIT))
-        elif isinstance(block, ThinkingBlock):
-            if block.thinking.strip():
-                parts.append(f"[thinking] {_clip(block.thinking, _THINKING_LIMIT)}")
-        elif isinstance(block, ImageBlock):
-            parts.append("[image]")
-        elif isinstance(block, ToolUseBlock):
-            parts.append(_render_call(block))
-        else:
-            parts.append(_render_result(block))
-    body = "\n".join(parts) if parts else "(empty)"
-    return f"[{msg.role}] {body}"
 
 
 def render_messages(msgs: Sequence[Msg], *, previous_summary: str | None = None) -> str:

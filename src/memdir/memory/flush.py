@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol
 
+from memdir._render import FLUSH_RENDER, render_transcript
 from memdir.ledger import append_bullets, normalize_bullet
 from memdir.memory._answer import describe_error, parse_flush_answer
 from memdir.memory._cursor import FlushCursor, validate_session_id
 from memdir.memory._entries import parse_bullets
 from memdir.memory._locks import async_lock
 from memdir.memory._prompts import DEFAULT_FLUSH_PROMPT, flush_request
-from memdir.memory._render import extractable, render_transcript
 from memdir.memory._testpoint import pause_point
-from memdir.messages import Msg
+from memdir.messages import SUMMARY_NAME, Msg
 from memdir.models import ChatModel
 from memdir.redact import Redactor
 from memdir.workspace import Workspace
@@ -39,6 +39,11 @@ __all__ = ["ConsolidationRequester", "FlushResult", "MemoryFlushManager"]
 log = logging.getLogger("memdir.memory")
 
 _HEADER = "Memory Flush"
+
+
+def _extractable(msg: Msg) -> bool:
+    """Whether a message can hold new facts (not a system prompt or a compaction summary)."""
+    return msg.role != "system" and msg.name != SUMMARY_NAME
 
 
 class ConsolidationRequester(Protocol):
@@ -196,7 +201,7 @@ class MemoryFlushManager:
             if acc.bullets:
                 self._after_write(acc.path)
                 return acc.result(None)
-            if not any(extractable(m) for m in new):
+            if not any(_extractable(m) for m in new):
                 return acc.result("nothing_to_extract")
             return acc.result(last_skip)
 
@@ -223,7 +228,7 @@ class MemoryFlushManager:
         chunks: list[list[Msg]] = [[]]
         size = 0
         for msg in messages:
-            cost = len(render_transcript([msg]))
+            cost = len(render_transcript([msg], FLUSH_RENDER))
             if chunks[-1] and size + cost > self.max_input_chars:
                 chunks.append([])
                 size = 0
@@ -235,8 +240,8 @@ class MemoryFlushManager:
         self, cursor: FlushCursor, chunk: list[Msg], acc: _Accumulator
     ) -> str | None:
         ws = self.workspace
-        useful = [m for m in chunk if extractable(m)]
-        transcript = render_transcript(useful)
+        useful = [m for m in chunk if _extractable(m)]
+        transcript = render_transcript(useful, FLUSH_RENDER)
         if not transcript.strip():
             self._advance(cursor, chunk, acc)
             return None
