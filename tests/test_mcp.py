@@ -108,3 +108,20 @@ async def test_memdir_mcp_over_stdio(sample: Workspace) -> None:
     assert not found.is_error
     assert text_of(found).startswith('2 results for "Moganshan offsite"')
     assert "memory/2026-11-24.md#L2-L2" in text_of(found)
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"transport": "sse"}, "unknown MCP transport"),
+        ({"transport": "http", "port": 0}, "port must be"),
+        ({"transport": "http", "port": "8000"}, "port must be"),
+        ({"workspace": 123}, "workspace path must be"),
+    ],
+)
+def test_bad_server_arguments_are_one_line_errors(kw: dict[str, Any], message: str) -> None:
+    from memdir.errors import MemdirError
+    from memdir.mcp import serve
+
+    with pytest.raises(MemdirError, match=message):
+        serve(**kw)

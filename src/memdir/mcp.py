@@ -169,10 +169,16 @@ def serve(
         read_only: expose ``memory_search`` and ``memory_get`` only.
 
     Raises:
-        ConfigError: the ``mcp`` package is not installed, or the transport is unknown.
+        ConfigError: the ``mcp`` package is not installed, or the transport, host or port is
+            not usable.
+        WorkspaceError: the workspace cannot be opened.
     """
     if transport not in ("stdio", "http"):
         raise ConfigError(f"unknown MCP transport {transport!r}: use 'stdio' or 'http'")
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ConfigError(f"port must be an int from 1 to 65535, not {port!r}")
+    if not isinstance(host, str) or not host.strip():
+        raise ConfigError(f"host must be an interface name or address, not {host!r}")
     server = create_server(workspace, read_only=read_only)
     if transport == "stdio":
         server.run("stdio")
