@@ -81,21 +81,37 @@ async def _resolve(fn: Callable[[ModelCall], Reply | Awaitable[Reply]], call: Mo
     return result
 
 
-def _record(
-    messages: Sequence[Msg],
-    tools: Sequence[ToolSpec] | None,
-    system: str | None,
-    max_output_tokens: int | None,
-) -> ModelCall:
-    return ModelCall(
-        messages=list(messages),
-        tools=list(tools) if tools is not None else None,
-        system=system,
-        max_output_tokens=max_output_tokens,
-    )
+class _FakeModel:
+    """What both fakes share: a name, a context window and the recorded calls."""
+
+    def __init__(self, *, context_window: int | None, name: str) -> None:
+        self.name = name
+        self.context_window = context_window
+        self.calls: list[ModelCall] = []
+
+    async def generate(
+        self,
+        messages: Sequence[Msg],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        system: str | None = None,
+        max_output_tokens: int | None = None,
+    ) -> ModelResponse:
+        """Record the call, then answer it (see the class docstring)."""
+        call = ModelCall(
+            messages=list(messages),
+            tools=list(tools) if tools is not None else None,
+            system=system,
+            max_output_tokens=max_output_tokens,
+        )
+        self.calls.append(call)
+        return await self._answer(call)
+
+    async def _answer(self, call: ModelCall) -> ModelResponse:
+        raise NotImplementedError
 
 
-class ScriptedModel:
+class ScriptedModel(_FakeModel):
     """A model that plays back a queue of steps, one per call.
 
     Args:
@@ -116,9 +132,7 @@ class ScriptedModel:
         context_window: int | None = None,
         name: str = "scripted",
     ) -> None:
-        self.name = name
-        self.context_window = context_window
-        self.calls: list[ModelCall] = []
+        super().__init__(context_window=context_window, name=name)
         self._steps: deque[Step] = deque(steps)
 
     @property
@@ -130,17 +144,7 @@ class ScriptedModel:
         """Queue more steps."""
         self._steps.extend(steps)
 
-    async def generate(
-        self,
-        messages: Sequence[Msg],
-        *,
-        tools: Sequence[ToolSpec] | None = None,
-        system: str | None = None,
-        max_output_tokens: int | None = None,
-    ) -> ModelResponse:
-        """Record the call and play the next step."""
-        call = _record(messages, tools, system, max_output_tokens)
-        self.calls.append(call)
+    async def _answer(self, call: ModelCall) -> ModelResponse:
         if not self._steps:
             raise AssertionError(
                 f"{self.name}: call #{len(self.calls)} has no scripted step left "
@@ -164,7 +168,7 @@ class ScriptedModel:
             )
 
 
-class FunctionModel:
+class FunctionModel(_FakeModel):
     """A model whose every answer is computed by ``fn`` from the request.
 
     Args:
@@ -181,20 +185,8 @@ class FunctionModel:
         context_window: int | None = None,
         name: str = "function",
     ) -> None:
-        self.name = name
-        self.context_window = context_window
-        self.calls: list[ModelCall] = []
+        super().__init__(context_window=context_window, name=name)
         self._fn = fn
 
-    async def generate(
-        self,
-        messages: Sequence[Msg],
-        *,
-        tools: Sequence[ToolSpec] | None = None,
-        system: str | None = None,
-        max_output_tokens: int | None = None,
-    ) -> ModelResponse:
-        """Record the call and answer with ``fn(call)``."""
-        call = _record(messages, tools, system, max_output_tokens)
-        self.calls.append(call)
+    async def _answer(self, call: ModelCall) -> ModelResponse:
         return _to_response(await _resolve(self._fn, call))
