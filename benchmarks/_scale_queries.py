@@ -103,9 +103,18 @@ def _terms_for(
 
 
 def make_queries(
-    root: Path, rels: list[str], *, per_count: int, max_terms: int = 5, seed: int = 1
+    root: Path,
+    rels: list[str],
+    *,
+    per_count: int,
+    max_terms: int = 5,
+    whole_lines: int = 0,
+    seed: int = 1,
 ) -> tuple[list[Query], str]:
     """``per_count`` queries for each term count 1..``max_terms``, deterministic for ``seed``.
+
+    ``whole_lines`` more queries (kind ``"line"``) are the whole text of a bullet, as when
+    someone pastes a sentence they remember; their one "term" is that text.
 
     Returns the queries (shuffled, so term counts interleave in time) and the name of the
     Chinese segmenter used.
@@ -142,6 +151,16 @@ def make_queries(
                     break
             else:
                 raise RuntimeError(f"no corpus line yields a {kind} query of {k} terms (#{n})")
+    while whole_lines > 0:
+        rel = rng.choice(rels)
+        if rel not in cache:
+            cache[rel] = (root / rel).read_text(encoding="utf-8").splitlines()
+        number = rng.randrange(len(cache[rel]))
+        match = _BULLET.match(cache[rel][number])
+        if match and len(match[1].strip()) >= 20:
+            body = match[1].strip()
+            queries.append(Query(text=body, terms=(body,), kind="line", source=(rel, number + 1)))
+            whole_lines -= 1
     rng.shuffle(queries)
     return queries, segmenter
 

@@ -7,7 +7,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["EngineResult", "QueryRecord", "SizeResult", "markdown", "p50", "p99"]
+__all__ = ["WHOLE_LINE", "EngineResult", "QueryRecord", "SizeResult", "markdown", "p50", "p99"]
+
+WHOLE_LINE = 0
+"""Bucket (in place of a term count) of the queries that are the whole text of a line."""
 
 # Targets: search latency over 2-5-term queries, per corpus size; the rest is stated at 1M lines.
 _SEARCH_TARGETS = ((100_000, 3.0, 30.0), (1_000_000, 10.0, 100.0))
@@ -122,40 +125,45 @@ def _size_section(size: SizeResult, max_terms: int) -> list[str]:
         cells = [_ms(p50(eng.reindex_ms.get(op, []))) for op, _ in REINDEX_OPS]
         out.append(f"| {eng.name} | {build} | {db} | " + " | ".join(cells) + " |")
     terms = range(1, max_terms + 1)
+    buckets = [*terms, WHOLE_LINE]
     out += [
         "",
         "Search latency, top 10, p50 / p99 ms:",
         "",
         "| engine | "
         + " | ".join(f"{k} term{'s' if k > 1 else ''}" for k in terms)
-        + " | 2–5 terms | queries |",
-        "|---" * (len(terms) + 3) + "|",
+        + " | 2–5 terms | whole line | queries |",
+        "|---" * (len(terms) + 4) + "|",
     ]
     for eng in size.engines:
         cells = [_pair(eng.latency_ms.get(k, [])) for k in terms]
-        count = len(eng.pooled(terms))
         out.append(
             f"| {eng.name} | "
             + " | ".join(cells)
-            + f" | {_pair(eng.pooled(range(2, 6)))} | {count} |"
+            + f" | {_pair(eng.pooled(range(2, 6)))} | {_pair(eng.latency_ms.get(WHOLE_LINE, []))}"
+            + f" | {len(eng.pooled(buckets))} |"
         )
     out += [
         "",
         "Recall sanity check: mean share of the top 10 that contains every query term, out of "
-        "min(10, lines containing every term):",
+        "min(10, lines containing every term); a whole-line query's one term is its text:",
         "",
-        "| engine | " + " | ".join(str(k) for k in terms) + " | all | queries with 0 |",
-        "|---" * (len(terms) + 3) + "|",
+        "| engine | "
+        + " | ".join(str(k) for k in terms)
+        + " | 1–5 terms | whole line | queries with 0 |",
+        "|---" * (len(terms) + 4) + "|",
     ]
     for eng in size.engines:
-        cells = [
-            f"{statistics.fmean(eng.recall[k]):.2f}" if eng.recall.get(k) else "–" for k in terms
-        ]
+        cells = [_mean(eng.recall.get(k, [])) for k in buckets]
         pooled = [r for k in terms for r in eng.recall.get(k, [])]
-        zero = sum(1 for r in pooled if r == 0)
-        mean = f"{statistics.fmean(pooled):.2f}" if pooled else "–"
-        out.append(f"| {eng.name} | " + " | ".join(cells) + f" | {mean} | {zero} |")
+        zero = sum(1 for k in buckets for r in eng.recall.get(k, []) if r == 0)
+        cells.insert(len(terms), _mean(pooled))
+        out.append(f"| {eng.name} | " + " | ".join(cells) + f" | {zero} |")
     return out
+
+
+def _mean(values: list[float]) -> str:
+    return f"{statistics.fmean(values):.2f}" if values else "–"
 
 
 def _targets(size: SizeResult) -> list[str]:
@@ -205,7 +213,10 @@ def _slowest(size: SizeResult, count: int = 8) -> list[str]:
     if not ranked:
         return []
     out = ["", "Slowest memdir queries:", "", "| ms | kind | terms | query |", "|---|---|---|---|"]
-    out += [f"| {_ms(q.ms['memdir'])} | {q.kind} | {q.terms} | `{q.text}` |" for q in ranked]
+    for q in ranked:
+        text = q.text if len(q.text) <= 60 else q.text[:57] + "…"
+        terms = "line" if q.terms == WHOLE_LINE else str(q.terms)
+        out.append(f"| {_ms(q.ms['memdir'])} | {q.kind} | {terms} | `{text}` |")
     return out
 
 

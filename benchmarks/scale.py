@@ -50,7 +50,7 @@ from _corpus import (
 )
 from _scale_engines import Engine, Fts5Engine, MemdirEngine, SubstringEngine, dir_size
 from _scale_queries import Query, TruthIndex, make_queries
-from _scale_report import EngineResult, QueryRecord, SizeResult, markdown
+from _scale_report import WHOLE_LINE, EngineResult, QueryRecord, SizeResult, markdown
 from memdir.workspace import Workspace
 
 __all__ = ["main", "run_size"]
@@ -89,9 +89,8 @@ def _search_phase(
     gc.collect()
     for i, query in enumerate(queries):
         limit = len(truth.matches(query.terms, TOP))
-        record = QueryRecord(
-            text=query.text, kind=query.kind, terms=len(query.terms), truth10=limit
-        )
+        bucket = WHOLE_LINE if query.kind == "line" else len(query.terms)
+        record = QueryRecord(text=query.text, kind=query.kind, terms=bucket, truth10=limit)
         # Rotate the order so no engine always runs right after another one's cache misses.
         for engine in engines[i % len(engines) :] + engines[: i % len(engines)]:
             res = results[engine.name]
@@ -199,7 +198,9 @@ def run_size(
         )
         _log(f"{spec.lines:,} lines in {root} (load {size.load_start[0]:.2f})")
         truth = TruthIndex(root, rels)
-        queries, segmenter = make_queries(root, rels, per_count=per_count, max_terms=max_terms)
+        queries, segmenter = make_queries(
+            root, rels, per_count=per_count, max_terms=max_terms, whole_lines=per_count
+        )
         size.checks["query segmenter"] = segmenter
         size.checks["corpus lines (non-blank)"] = truth.lines
 
