@@ -25,14 +25,20 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from memdir.errors import MemdirError, SessionLogError, WorkspaceError
-from memdir.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from memdir._logrecord import (
+    RECORD_VERSION,
+    LogRecord,
+    Redactor,
+    parse_record,
+    record_id,
+    redact_message,
+)
+from memdir.errors import SessionLogError, WorkspaceError
+from memdir.messages import Msg
 from memdir.workspace import SESSIONS_DIR, Workspace, fsync_dir, locked_append
 
 __all__ = [
@@ -46,10 +52,7 @@ __all__ = [
 ]
 
 LOG_SUFFIX = ".log.jsonl"
-RECORD_VERSION = 1
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
-
-Redactor = Callable[[str], str]
 
 
 def validate_session_id(session_id: str) -> str:
@@ -79,23 +82,6 @@ class LogSpan:
     path: str
     start_line: int
     end_line: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LogRecord:
-    """One message record read from a session log.
-
-    Attributes:
-        line: its line number (1-based).
-        session: the session id written in the record.
-        offloaded_at: when it was written, if the record says.
-        msg: the message, exactly as it was offloaded (after redaction).
-    """
-
-    line: int
-    session: str
-    offloaded_at: datetime | None
-    msg: Msg
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -222,7 +208,7 @@ class SessionLog:
 
     def _encode(self, msg: Msg, stamp: str) -> bytes:
         if self.redact is not None:
-            msg = _redact_message(msg, self.redact)
+            msg = redact_message(msg, self.redact)
         record = {
             "v": RECORD_VERSION,
             "type": "message",
@@ -284,11 +270,11 @@ class SessionLog:
             raise SessionLogError(f"cannot read session log {self.rel_path}: {exc}") from exc
         complete = chunk[: chunk.rfind(b"\n") + 1]
         for raw in complete.split(b"\n")[:-1]:
-            msg_id = _record_id(raw)
+            msg_id = record_id(raw)
             if msg_id is not None:
                 scan.ids.add(msg_id)
         scan.lines += complete.count(b"\n")
-        scan.tail_id = _record_id(chunk[len(complete) :]) if len(chunk) > len(complete) else None
+        scan.tail_id = record_id(chunk[len(complete) :]) if len(chunk) > len(complete) else None
         scan.size = scan.parsed_upto + len(chunk)
         scan.parsed_upto += len(complete)
         scan.inode, scan.mtime_ns = st.st_ino, st.st_mtime_ns
@@ -367,7 +353,7 @@ class SessionLog:
                 break
             if not raw.strip():
                 continue
-            record, reason = _parse(raw, number)
+            record, reason = parse_record(raw, number)
             if record is not None:
                 records.append(record)
             elif tail and number == len(lines):
@@ -377,85 +363,8 @@ class SessionLog:
         return LogReadResult(records=records, malformed=malformed, torn_tail=torn)
 
 
-# -- helpers ----------------------------------------------------------------------------------
-
-
-def _record_id(raw: bytes) -> str | None:
-    try:
-        data = json.loads(raw)
-        msg_id = data["msg"]["id"]
-    except (ValueError, TypeError, KeyError, RecursionError):
-        return None
-    return msg_id if isinstance(msg_id, str) else None
-
-
-def _parse(raw: bytes, number: int) -> tuple[LogRecord | None, str]:
-    """A record, or ``(None, reason)``; the reason is empty for lines to skip silently."""
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        return None, "not UTF-8 text"
-    except json.JSONDecodeError as exc:
-        return None, f"invalid JSON ({exc.msg} at column {exc.colno})"
-    except ValueError as exc:  # e.g. a number too long to convert
-        return None, f"invalid JSON ({exc})"
-    except RecursionError:
-        return None, "invalid JSON (nested too deeply)"
-    if not isinstance(data, dict):
-        return None, "not a JSON object"
-    if data.get("v") != RECORD_VERSION:
-        return None, f"unsupported record version {data.get('v')!r}"
-    if data.get("type") != "message":
-        return None, ""  # a record kind this version does not know: not an error
-    try:
-        msg = Msg.from_dict(data["msg"])
-    except KeyError:
-        return None, "record has no 'msg'"
-    except MemdirError as exc:
-        return None, f"bad message: {exc}"
-    offloaded_at: datetime | None = None
-    with contextlib.suppress(TypeError, ValueError):
-        offloaded_at = datetime.fromisoformat(data["offloaded_at"])
-    session = data.get("session")
-    return LogRecord(
-        line=number,
-        session=session if isinstance(session, str) else "",
-        offloaded_at=offloaded_at,
-        msg=msg,
-    ), ""
-
-
-def _redact_value(value: Any, redact: Redactor) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {k: _redact_value(v, redact) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact_value(v, redact) for v in value]
-    return value
-
-
-def _redact_message(msg: Msg, redact: Redactor) -> Msg:
-    blocks: list[Any] = []
-    for block in msg.content:
-        if isinstance(block, TextBlock):
-            block = replace(block, text=redact(block.text))
-        elif isinstance(block, ThinkingBlock) and not block.redacted:
-            block = replace(block, thinking=redact(block.thinking))
-        elif isinstance(block, ToolUseBlock):
-            block = replace(block, input=_redact_value(block.input, redact))
-        elif isinstance(block, ToolResultBlock):
-            output = block.output
-            if isinstance(output, str):
-                block = replace(block, output=redact(output))
-            else:
-                parts = [
-                    replace(p, text=redact(p.text)) if isinstance(p, TextBlock) else p
-                    for p in output
-                ]
-                block = replace(block, output=parts)
-        blocks.append(block)
-    return msg.with_content(blocks)
+# Older private name, still imported by memdir._ingest_prepare.
+_redact_message = redact_message
 
 
 def list_sessions(workspace: Workspace) -> list[str]:
