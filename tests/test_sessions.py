@@ -360,13 +360,13 @@ def test_big_logs_are_not_reparsed_on_every_append(
     log = SessionLog(ws, "big")
     log.append([Msg.user(f"message {i}") for i in range(300)], fsync=False)
     parsed: list[bytes] = []
-    real = sessions._record_id
+    real = sessions.record_id
 
     def spy(raw: bytes) -> str | None:
         parsed.append(raw)
         return real(raw)
 
-    monkeypatch.setattr(sessions, "_record_id", spy)
+    monkeypatch.setattr(sessions, "record_id", spy)
     log.append([Msg.user("one more")], fsync=False)
     assert parsed == []  # its own writes keep the cache current
     SessionLog(ws, "big").append([Msg.user("from elsewhere")], fsync=False)
