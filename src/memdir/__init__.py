@@ -43,7 +43,7 @@ from memdir.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from memdir.models import ChatModel, ModelResponse, ToolSpec, Usage
+from memdir.models import ChatModel, ModelResponse, ToolSpec, Usage, model_from_string
 from memdir.redact import Redactor, redact
 from memdir.sessions import LogSpan, SessionLog
 from memdir.tokens import (
@@ -53,6 +53,7 @@ from memdir.tokens import (
     UsageAnchor,
     default_counter,
 )
+from memdir.tools import memory_add, memory_get, memory_search
 from memdir.workspace import Workspace
 
 __version__ = "0.1.0"
@@ -109,5 +110,9 @@ __all__ = [
     "__version__",
     "default_counter",
     "is_context_overflow",
+    "memory_add",
+    "memory_get",
+    "memory_search",
+    "model_from_string",
     "redact",
 ]
