@@ -30,7 +30,7 @@ from memdir.compaction.summary import (
 )
 from memdir.messages import SUMMARY_NAME, Msg
 from memdir.models import ChatModel, ToolSpec
-from memdir.sessions import LogSpan, SessionLog
+from memdir.sessions import LogSpan
 
 if TYPE_CHECKING:
     from memdir.compaction.compactor import ConversationCompactor
@@ -91,7 +91,7 @@ class Run:
         self.log_path: str | None = None
         self.lines: dict[str, int] = {}  # session log line of every message offloaded so far
         self.t0 = time.perf_counter()
-        self.log = SessionLog(owner.workspace, session_id)
+        self.log = owner.session_log(session_id)
 
     # -- plumbing ------------------------------------------------------------------------------
 

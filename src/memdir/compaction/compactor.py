@@ -10,7 +10,8 @@ request after each and stopping as soon as it is under the triggers:
    to the session log, and replaced by one summary message.
 
 Every stage writes the originals of what it changes to ``sessions/<session_id>.log.jsonl``
-*before* the context changes; if that write fails the stage is not applied. If the summary call
+(secrets masked by ``config.redactor``) *before* the context changes; if that write fails the
+stage is not applied. If the summary call
 fails, the context is left as the cheap passes made it, unless the request is over the model's
 hard limit or compaction was forced, in which case an extractive summary (no model call) is
 used. Nothing is ever
@@ -31,7 +32,7 @@ from memdir.compaction.summary import summary_text
 from memdir.errors import ConfigError
 from memdir.messages import Msg
 from memdir.models import ChatModel, ToolSpec
-from memdir.sessions import LogSpan, validate_session_id
+from memdir.sessions import LogSpan, SessionLog, validate_session_id
 from memdir.tokens import TokenCounter, default_counter
 from memdir.workspace import Workspace
 
@@ -151,6 +152,14 @@ class ConversationCompactor:
         """Stop calling ``listener`` (no error if it was not registered)."""
         if listener in self.listeners:
             self.listeners.remove(listener)
+
+    def session_log(self, session_id: str) -> SessionLog:
+        """The session log this compactor offloads to, masking secrets as configured.
+
+        Raises:
+            SessionLogError: the session id is invalid.
+        """
+        return SessionLog(self.workspace, session_id, redact=self.config.redactor)
 
     # -- trigger -------------------------------------------------------------------------------
 

@@ -13,11 +13,12 @@ of the agent's model, whatever the triggers say.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memdir.errors import ConfigError
+from memdir.redact import redact
 
 if TYPE_CHECKING:
     from memdir.models import ChatModel
@@ -169,6 +170,10 @@ class CompactionConfig:
             from the summary model's context window (unlimited when unknown).
         summary_timeout: seconds one summary call may take (``None``: no limit).
         summary_retries: extra attempts after a failed or timed-out summary call.
+        redactor: masks secrets in every message written to the session log (text, thinking,
+            tool arguments and outputs); default :func:`memdir.redact.redact`. Pass a
+            :class:`~memdir.redact.Redactor` with your own patterns, or ``None`` to log
+            messages exactly as they were.
     """
 
     trigger_messages: int = 50
@@ -188,6 +193,7 @@ class CompactionConfig:
     summary_input_tokens: int = 0
     summary_timeout: float | None = 120.0
     summary_retries: int = 1
+    redactor: Callable[[str], str] | None = redact
 
     def __post_init__(self) -> None:
         owner = "CompactionConfig"
@@ -226,6 +232,8 @@ class CompactionConfig:
             )
         if self.model is not None and not callable(getattr(self.model, "generate", None)):
             raise ConfigError(f"{owner}.model must be a ChatModel (an object with generate())")
+        if self.redactor is not None and not callable(self.redactor):
+            raise ConfigError(f"{owner}.redactor must be a function str -> str (or None)")
         timeout = self.summary_timeout
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
