@@ -218,10 +218,16 @@ class Msg:
             data["name"] = self.name
         if self.metadata:
             data["metadata"] = dict(self.metadata)
-        try:
-            json.dumps(data, allow_nan=False)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise MessageFormatError(f"message {self.id} is not JSON-serialisable: {exc}") from exc
+        # Only metadata and tool inputs can hold non-JSON values: every other field was checked
+        # to be a string when the message was built, so the (large) texts are not dumped here.
+        free = [b.input for b in self.content if isinstance(b, ToolUseBlock)]
+        if self.metadata or free:
+            try:
+                json.dumps([data.get("metadata"), free], allow_nan=False)
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise MessageFormatError(
+                    f"message {self.id} is not JSON-serialisable: {exc}"
+                ) from exc
         return data
 
     @classmethod
