@@ -13,7 +13,15 @@ one type. Messages are one line and say what to do next.
     ├── ModelError           a model provider failed (HTTP error, bad payload, timeout)
     │   └── ContextOverflowError the request was larger than the model's context window
     ├── ToolInputError       a tool was called with bad arguments
-    └── SessionLogError      a session log could not be written or read
+    ├── SessionLogError      a session log could not be written or read
+    ├── MessageFormatError   a malformed message or block (also a ValueError; memdir.messages)
+    │   ├── UnknownRoleError
+    │   └── MissingToolCallIdError
+    └── SessionBusyError     another turn of the same session is running (memdir.agent)
+
+Wrong argument types on public entry points raise the family member of the module called
+(``WorkspaceError`` from :class:`~memdir.workspace.Workspace`, ``ConfigError`` from models and
+token counters, ``MessageFormatError`` from message converters), never a bare ``TypeError``.
 """
 
 from __future__ import annotations
