@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -192,7 +191,7 @@ class SessionLog:
             try:
                 _, end = locked_append(self.path, payload, fsync=fsync)
             except BaseException as exc:  # also an interrupt mid-write: never leave a part
-                self._roll_back(before, created)
+                self._roll_back(created)
                 if isinstance(exc, WorkspaceError):
                     raise SessionLogError(
                         f"cannot write session log {self.rel_path}: {exc}; nothing was written"
@@ -224,12 +223,13 @@ class SessionLog:
             line = json.dumps(record, ensure_ascii=True, separators=(",", ":"))
             return (line + "\n").encode("ascii")
 
-    def _roll_back(self, size: int, created: bool) -> None:
+    def _roll_back(self, created: bool) -> None:
+        # locked_append has already cut the file back to its old size, under the file lock (a
+        # second truncate here, outside it, could cut a record another writer just appended);
+        # what is left to undo is a file this append created.
         with contextlib.suppress(OSError):
-            if created and self.path.stat().st_size <= size:
+            if created and self.path.stat().st_size == 0:
                 self.path.unlink()
-            else:
-                os.truncate(self.path, size)
         self._scan = _Scan()
 
     @contextlib.contextmanager
