@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from memdir._msg import as_list
+from memdir.errors import ConfigError
 from memdir.messages import Msg, ToolUseBlock
 
 __all__ = [
@@ -52,6 +54,14 @@ class Usage:
     input_tokens: int | None = None
     output_tokens: int | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("input_tokens", "output_tokens"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 0
+            ):
+                raise ConfigError(f"Usage.{name} must be a non-negative int or None, not {value!r}")
+
     @property
     def total_tokens(self) -> int | None:
         """Input plus output tokens, when both are known."""
@@ -74,6 +84,15 @@ class ModelResponse:
     message: Msg
     usage: Usage | None = None
     stop_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.message, Msg) or self.message.role != "assistant":
+            raise ConfigError(
+                "ModelResponse.message must be an assistant Msg (e.g. Msg.assistant(text)), "
+                f"not {self.message!r:.80}"
+            )
+        if self.usage is not None and not isinstance(self.usage, Usage):
+            raise ConfigError(f"ModelResponse.usage must be a Usage, not {self.usage!r:.80}")
 
     @property
     def text(self) -> str:
@@ -99,6 +118,17 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"ToolSpec.name must be a non-empty string, not {self.name!r}")
+        if not isinstance(self.description, str):
+            raise ConfigError(f"ToolSpec {self.name!r}: description must be a string")
+        if not isinstance(self.parameters, dict):
+            raise ConfigError(
+                f"ToolSpec {self.name!r}: parameters must be a JSON schema dict "
+                '({"type": "object", "properties": {...}})'
+            )
 
 
 @runtime_checkable
@@ -138,7 +168,7 @@ class ChatModel(Protocol):
 
 def request_task(messages: Sequence[Msg]) -> str | None:
     """The task marker (:data:`TASK_KEY`) of the last user message, if any."""
-    for msg in reversed(messages):
+    for msg in reversed(as_list(messages, "request_task", of_msgs=True)):
         if msg.role == "user":
             task = msg.metadata.get(TASK_KEY)
             return task if isinstance(task, str) else None
