@@ -243,3 +243,8 @@ def test_a_single_pretty_printed_message_is_read(tmp_path: Path) -> None:
     path.write_text(json.dumps(Msg.user("只有一条").to_dict(), indent=2), encoding="utf-8")
     t = load_transcript(path)
     assert [m.text for m in t.messages] == ["只有一条"]
+
+
+def test_session_id_for_refuses_non_text() -> None:
+    with pytest.raises(MemdirError, match="needs a str"):
+        session_id_for(None)  # type: ignore[arg-type]

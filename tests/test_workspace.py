@@ -240,3 +240,13 @@ def test_append_bullets_keeps_the_header_on_one_line(ws: Workspace) -> None:
     lines = ws.read_text(rel).splitlines()
     assert lines[first - 2].startswith("## Memory Add — ")
     assert lines[first - 1] == lines[last - 1] == "- alpha"
+
+
+def test_ledger_helpers_refuse_non_text(ws: Workspace) -> None:
+    with pytest.raises(MemdirError, match="bullet must be a string"):
+        normalize_bullet(None)  # type: ignore[arg-type]
+    with pytest.raises(MemdirError, match="bullet must be a string"):
+        append_bullets(ws, ["ok", 3], header="Memory Add")  # type: ignore[list-item]
+    with pytest.raises(MemdirError, match="non-blank header"):
+        append_bullets(ws, ["ok"], header="  ")
+    assert not ws.path(ws.ledger_rel()).exists()

@@ -21,6 +21,8 @@ _SPACE = re.compile(r"\s+")
 
 def normalize_bullet(text: str) -> str:
     """Comparable form of a bullet: no list marker, case-folded, whitespace collapsed."""
+    if not isinstance(text, str):
+        raise MemdirError(f"a bullet must be a string, not {type(text).__name__}")
     text = _BULLET_PREFIX.sub("", text.strip(), count=1)
     return _SPACE.sub(" ", text).strip().casefold().rstrip(" .。!！")
 
@@ -43,6 +45,8 @@ def format_block(bullets: Iterable[str], *, header: str, instant: str) -> str:
             lines.append(f"- {body}")
     if not lines:
         raise MemdirError("a ledger block needs at least one non-blank bullet")
+    if not isinstance(header, str) or not header.strip():
+        raise MemdirError(f"a ledger block needs a non-blank header, not {header!r}")
     title = _SPACE.sub(" ", header).strip()  # the heading must stay one line
     return f"\n## {title} — {instant}\n" + "\n".join(lines) + "\n"
 

@@ -56,6 +56,8 @@ class Transcript:
 
 def session_id_for(name: str) -> str:
     """A valid session id (``[A-Za-z0-9._-]{1,128}``, no leading dot) derived from ``name``."""
+    if not isinstance(name, str):
+        raise MemdirError(f"session_id_for needs a str, not {type(name).__name__}")
     cleaned = _UNSAFE.sub("-", name).strip("-.")[:128].strip("-.")
     return cleaned or "session"
 
