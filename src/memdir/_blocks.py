@@ -104,6 +104,11 @@ BLOCK_TYPES = (TextBlock, ThinkingBlock, ImageBlock, ToolUseBlock, ToolResultBlo
 
 
 def check_block(block: Block) -> None:
+    """Check the field types of ``block`` (dataclasses do not).
+
+    Raises:
+        MessageFormatError: a field has the wrong type or a required one is empty.
+    """
     if isinstance(block, TextBlock):
         _need_str(block.text, "text block 'text'")
     elif isinstance(block, ThinkingBlock):
