@@ -9,7 +9,7 @@ from memdir.compaction import CompactionConfig, ConversationCompactor
 from memdir.index import MemoryIndex
 from memdir.memory import MemoryConsolidator, MemoryFlushManager
 from memdir.memory._entries import parse_bullets
-from memdir.messages import Msg
+from memdir.messages import Msg, ToolResultBlock, ToolUseBlock
 from memdir.models import ExtractiveModel
 from memdir.workspace import Workspace
 
@@ -81,3 +81,37 @@ async def test_compactor_flushes_its_prefix_once(ws: Workspace) -> None:
     assert not set(after.bullets) & set(written)
     final = bullets(ws.read_text(ws.ledger_rel()))
     assert len(final) == len(set(final))
+
+
+async def test_a_request_pinned_by_compaction_mid_tool_loop_still_reaches_memory(
+    ws: Workspace,
+) -> None:
+    # The user speaks once, then the assistant works through a long tool loop; compaction
+    # happens mid-loop (before the post-reply flush ever ran), keeps the request verbatim
+    # after the summary, and the flush after the reply gets the compacted context.
+    model = ExtractiveModel()
+    flusher = MemoryFlushManager(ws, model)
+    compactor = ConversationCompactor(
+        model,
+        ws,
+        CompactionConfig(trigger_messages=8, keep_messages=2),
+        on_flush=flusher.flush_memories,
+    )
+    request = Msg(role="user", content=SAID[2], created_at=T0)
+    msgs: list[Msg] = [request]
+    for i in range(5):
+        at = T0 + timedelta(minutes=2 * i + 1)
+        call = ToolUseBlock(id=f"c{i}", name="grep", input={"pattern": f"step{i}"})
+        msgs.append(Msg(role="assistant", content=[call], created_at=at))
+        msgs.append(
+            Msg(
+                role="tool",
+                content=[ToolResultBlock(tool_use_id=f"c{i}", name="grep", output="no match")],
+                created_at=at + timedelta(seconds=30),
+            )
+        )
+    compacted = await compactor.compact_if_needed(msgs, session_id="s1")
+    assert compacted is not None and request in compacted.messages
+    await flusher.flush_memories(compacted.messages, session_id="s1")
+    written = bullets(ws.read_text(ws.ledger_rel()))
+    assert sum("Carol owns the data pipeline" in b for b in written) == 1

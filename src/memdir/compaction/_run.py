@@ -242,7 +242,11 @@ class Run:
         # The summariser and the flush see the messages as they came in, before any pass.
         to_summarize = [self.original[i] for i in plan.summarize]
         if cfg.flush_before_compact and self.c.on_flush is not None:
-            await self._flush([m for m in to_summarize if m.name != SUMMARY_NAME])
+            # The pinned user message too: it stays in the context, but after the cut the
+            # flush cursor can no longer place it, so it is flushed now or never.
+            await self._flush(
+                [m for m in self.original[:cut] if m.role != "system" and m.name != SUMMARY_NAME]
+            )
         done = None
         if cfg.offload_before_compact:
             # The prefix, and the originals of tail messages the pairing repair changes.

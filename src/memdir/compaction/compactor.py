@@ -114,9 +114,10 @@ class ConversationCompactor:
             summary unless ``config.model`` names another.
         workspace: the workspace whose ``sessions/`` receives the offloaded messages.
         config: triggers, tail size and passes.
-        on_flush: called with the messages about to be summarised (earlier summaries, system
-            messages and the pinned user message left out) and ``session_id=``, before they leave
-            the context; a failure is logged and compaction goes on.
+        on_flush: called with the messages before the cut (earlier summaries and system
+            messages left out; the latest user message included even when it is kept) and
+            ``session_id=``, before they leave the context; a failure is logged and compaction
+            goes on.
         token_counter: counts requests; default :func:`memdir.tokens.default_counter`.
     """
 
