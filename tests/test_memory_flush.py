@@ -95,6 +95,22 @@ async def test_prefix_flushed_before_compaction_is_not_flushed_again_after(ws: W
     assert len(ledger_bullets(ws)) == 5
 
 
+async def test_a_clock_running_ahead_does_not_hide_later_messages(ws: Workspace) -> None:
+    # One message was stamped an hour ahead (another host's clock, an imported transcript).
+    # After compaction removed the last flushed message, the newer messages must still be
+    # taken: a flushed message still in the context places them, not the clock.
+    model = echo_model()
+    manager = MemoryFlushManager(ws, model)
+    request = Msg(role="user", content="message 0", created_at=T0)
+    ahead = Msg(role="assistant", content="message 1", created_at=T0 + timedelta(hours=1))
+    await manager.flush_memories([request, ahead], session_id="s1")
+    later = conversation(2, start=2)  # stamped T0 + 2 s and T0 + 3 s
+    summary = Msg(role="user", content="summary", name=SUMMARY_NAME, created_at=T0)
+    result = await manager.flush_memories([summary, request, *later], session_id="s1")
+    assert result.bullets == ("fact message 2",)
+    assert ledger_bullets(ws) == ["fact message 0", "fact message 2"]
+
+
 async def test_flush_plugs_into_the_compactor_hook_signature(ws: Workspace) -> None:
     manager = MemoryFlushManager(ws, echo_model())
     hook = manager.flush_memories

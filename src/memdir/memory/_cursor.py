@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -106,25 +106,23 @@ class FlushCursor:
     def select_new(self, messages: Sequence[Msg]) -> list[Msg]:
         """The messages of ``messages`` that come after the cursor.
 
-        When the last flushed message is in the list, everything after it is new. When it is
-        not (compaction replaced it by a summary), messages newer than it are new. Ids seen
-        recently are never new.
+        Everything after the last flushed message is new. When compaction replaced that
+        message by a summary, everything after the newest recently flushed message still in
+        the list is new (a clock running ahead on one message must not hide later ones); only
+        when none is left do timestamps decide: messages not older than the newest flushed one
+        are new. Ids seen recently are never new.
         """
         seen = set(self.recent_ids)
-        if self.last_id is None:
-            candidates = list(messages)
+        position = _last_index(messages, lambda m: m.id == self.last_id)
+        if position is None and self.last_id is not None:
+            position = _last_index(messages, lambda m: m.id in seen)
+        if position is not None:
+            candidates = list(messages[position + 1 :])
+        elif self.last_created_at is not None:
+            floor = self.last_created_at
+            candidates = [m for m in messages if _aware(m.created_at) >= floor]
         else:
-            position = next(
-                (i for i in range(len(messages) - 1, -1, -1) if messages[i].id == self.last_id),
-                None,
-            )
-            if position is not None:
-                candidates = list(messages[position + 1 :])
-            elif self.last_created_at is not None:
-                floor = self.last_created_at
-                candidates = [m for m in messages if _aware(m.created_at) >= floor]
-            else:
-                candidates = list(messages)
+            candidates = list(messages)
         return [m for m in candidates if m.id not in seen]
 
     def advance(self, flushed: Sequence[Msg]) -> None:
@@ -155,6 +153,13 @@ class FlushCursor:
             if wanted <= {normalize_bullet(b) for b in block.bullets}:
                 return True
         return False
+
+
+def _last_index(messages: Sequence[Msg], match: Callable[[Msg], bool]) -> int | None:
+    for i in range(len(messages) - 1, -1, -1):
+        if match(messages[i]):
+            return i
+    return None
 
 
 def _aware(instant: datetime) -> datetime:
