@@ -413,3 +413,22 @@ async def test_bad_request_arguments_fail_before_any_request(
     with pytest.raises(error, match=message):
         await call(make(rec))
     assert rec.requests == []
+
+
+@pytest.mark.parametrize("base_url", ["http://", "https:///v1", "ftp://example.com/v1"])
+def test_a_base_url_without_a_host_is_a_config_error(base_url: str) -> None:
+    with pytest.raises(ConfigError, match="http:// or https://"):
+        OpenAIChatModel("m", base_url=base_url)
+
+
+async def test_an_undecodable_answer_is_a_model_error(sleeps: list[float]) -> None:
+    def broken(request: httpx.Request) -> httpx.Response:
+        raise httpx.DecodingError("invalid gzip data", request=request)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(broken))
+    model = OpenAIChatModel(
+        "m", base_url="http://llm.local/v1", client=client, retry=RetryPolicy(max_retries=1)
+    )
+    with pytest.raises(ModelError, match="invalid gzip data"):
+        await model.generate([Msg.user("x")])
+    assert len(sleeps) == 1

@@ -42,7 +42,7 @@ class HttpChatModel:
         cls = type(self).__name__
         if not isinstance(model, str) or not model.strip():
             raise ConfigError(f"{cls} needs a model name (a non-empty string), not {model!r}")
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+        if not _is_http_url(base_url):
             raise ConfigError(
                 f"base_url must be an http:// or https:// URL, not {base_url!r} "
                 "(e.g. http://localhost:11434/v1)"
@@ -125,6 +125,16 @@ class HttpChatModel:
 
     def _parse(self, body: Mapping[str, Any]) -> ModelResponse:
         raise NotImplementedError
+
+
+def _is_http_url(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        url = httpx.URL(value)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return False
+    return url.scheme in ("http", "https") and bool(url.host)
 
 
 def request_messages(

@@ -128,7 +128,7 @@ async def post_json(
             failure = ModelError(f"{provider} did not answer within {timeout:g}s ({url})")
             failure.__cause__ = exc
             retry_after = None
-        except httpx.TransportError as exc:
+        except httpx.RequestError as exc:  # network, protocol, decoding, redirect loops
             failure = ModelError(f"cannot reach {provider} at {url}: {exc or type(exc).__name__}")
             failure.__cause__ = exc
             retry_after = None
