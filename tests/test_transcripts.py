@@ -248,3 +248,37 @@ def test_a_single_pretty_printed_message_is_read(tmp_path: Path) -> None:
 def test_session_id_for_refuses_non_text() -> None:
     with pytest.raises(MemdirError, match="needs a str"):
         session_id_for(None)  # type: ignore[arg-type]
+
+
+def test_claude_code_blocks_memdir_cannot_hold_are_skipped_not_fatal(tmp_path: Path) -> None:
+    events = [
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "summarise the attached spec"},
+                    {"type": "document", "source": {"type": "base64", "data": "JVBE"}},
+                ],
+            },
+        },
+        {
+            "type": "assistant",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "content": [
+                    {"type": "server_tool_use", "id": "srv_1", "name": "web_search"},
+                    {"type": "text", "text": "The spec asks for idempotent appends."},
+                ],
+            },
+        },
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    t = load_transcript(path)
+    assert [m.text for m in t.messages] == [
+        "summarise the attached spec",
+        "The spec asks for idempotent appends.",
+    ]
+    assert t.skipped == 2

@@ -229,6 +229,12 @@ def _from_claude_code(records: list[tuple[int, Any]], source: Path, stem: str) -
         if not isinstance(content, list):
             skipped += 1
             continue
+        # Blocks a Msg cannot hold (documents, server tools...) are counted, not fatal.
+        kept = [b for b in content if _known_block(b, role)]
+        skipped += len(content) - len(kept)
+        if content and not kept:
+            continue
+        content = kept
         message_id = message.get("id")
         if (
             turns
@@ -263,6 +269,17 @@ def _from_claude_code(records: list[tuple[int, Any]], source: Path, stem: str) -
         messages=tuple(msgs),
         skipped=skipped,
     )
+
+
+_KNOWN_BLOCKS = {
+    "assistant": frozenset({"text", "thinking", "redacted_thinking", "tool_use"}),
+    "user": frozenset({"text", "image", "tool_result"}),
+}
+
+
+def _known_block(block: object, role: object) -> bool:
+    known = _KNOWN_BLOCKS.get(role if isinstance(role, str) else "", frozenset())
+    return isinstance(block, dict) and block.get("type") in known
 
 
 def _name_results(msg: Msg, call_names: dict[str, str]) -> Msg:
