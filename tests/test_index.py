@@ -332,3 +332,10 @@ def test_default_workspace_from_path(tmp_path: Path) -> None:
         (root / "MEMORY.md").write_text("- heron\n", encoding="utf-8")
         idx.refresh()
         assert _where(idx.search("heron")) == [("MEMORY.md", 1)]
+
+
+def test_partial_chinese_word_still_finds_something(ws: Workspace, index: MemoryIndex) -> None:
+    # "过生日" is one word for the segmenter; the memory only says "生日".
+    _write(ws, LEDGER, "- 张三是我的同事，其生日是07月11日。\n- 今天天气很好\n")
+    index.refresh()
+    assert _where(index.search("谁过生日")) == [(LEDGER, 1)]

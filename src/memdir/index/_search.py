@@ -135,7 +135,7 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
         lists.append((ids, wt.idf * wt.weight))
         if not term.part:
             main.append((term, ids))
-    if not main:
+    if not lists:
         return []
     pre = _pre_rank(lists, wanted)
     if 2 <= len(main) <= MAX_AND_TERMS and any(len(ids) >= per_term for _, ids in main):
