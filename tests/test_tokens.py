@@ -419,3 +419,17 @@ def test_wrong_argument_types_are_config_errors(counter: Any, call: Any, message
 def test_anchor_rejects_a_counter_that_is_not_one() -> None:
     with pytest.raises(ConfigError, match="TokenCounter"):
         UsageAnchor("o200k_base")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: EstimatingCounter(123), "profile must be"),  # type: ignore[arg-type]
+        (lambda: EstimatingCounter(image_tokens="1600"), "image_tokens must be an int"),  # type: ignore[arg-type]
+        (lambda: EstimatingCounter(cache_size=-1), "cache_size must be an int"),
+        (lambda: UsageAnchor().record([], usage={"input_tokens": 5}), "usage must be a Usage"),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_counter_settings_are_config_errors(make: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        make()

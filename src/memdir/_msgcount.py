@@ -89,10 +89,9 @@ class MessageCounter:
     """Message and request accounting over a text counter, with a per-message cache."""
 
     def __init__(self, *, image_tokens: int, cache_size: int) -> None:
-        if image_tokens < 0:
-            raise ConfigError("image_tokens must be zero or more")
-        if cache_size < 0:
-            raise ConfigError("cache_size must be zero or more")
+        for name, value in (("image_tokens", image_tokens), ("cache_size", cache_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name} must be an int, zero or more, not {value!r}")
         self.image_tokens = image_tokens
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[str, int], int] = OrderedDict()

@@ -58,6 +58,8 @@ __all__ = [
     "default_counter",
 ]
 
+_NO_USAGE = object()
+
 IMAGE_TOKENS = 1_600
 """Flat cost of one image block (no pixel size is known from a URL or data URI)."""
 
@@ -116,6 +118,11 @@ class EstimatingCounter(MessageCounter):
                     f"unknown estimator profile {profile!r}: use one of {', '.join(PROFILES)}"
                 )
             profile = PROFILES[profile]
+        if not isinstance(profile, EstimatorProfile):
+            raise ConfigError(
+                "profile must be a profile name or an EstimatorProfile, "
+                f"not {type(profile).__name__}"
+            )
         self.profile = profile
         self._estimate = profile.estimate
 
@@ -239,8 +246,14 @@ class UsageAnchor:
         A missing or non-positive ``usage.input_tokens`` is ignored (the previous anchor, if
         any, stays).
         """
-        real = usage if isinstance(usage, int) or usage is None else usage.input_tokens
-        if real is None or isinstance(real, bool) or real <= 0:
+        real: object = usage
+        if usage is not None and not isinstance(usage, int):
+            real = getattr(usage, "input_tokens", _NO_USAGE)
+            if real is _NO_USAGE:
+                raise ConfigError(
+                    f"usage must be a Usage or an int of input tokens, not {type(usage).__name__}"
+                )
+        if not isinstance(real, int) or isinstance(real, bool) or real <= 0:
             return
         estimated = self.counter.count_request(msgs, system=system, tools=tools)
         ratio = min(self.max_ratio, max(self.min_ratio, real / max(1, estimated)))
