@@ -118,3 +118,32 @@ def test_default_pattern_names_are_unique_and_documented() -> None:
     names = [p.name for p in DEFAULT_PATTERNS]
     assert len(names) == len(set(names))
     assert all(re.fullmatch(r"[a-z_]+", n) for n in names)
+
+
+# Each built-in pattern once more with a flag that changes nothing, so no shortcut applies.
+_UNGATED = Redactor(
+    [
+        RedactionPattern(name=p.name, regex=p.regex, group=p.group, flags=p.flags | re.UNICODE)
+        for p in DEFAULT_PATTERNS
+    ]
+)
+_PIECES = [
+    OPENAI, ANTHROPIC, GITHUB, AWS_ID, AWS_SECRET, JWT, SLACK, GOOGLE, HF, STRIPE,
+    "password", "PassWord", "paſſword", "prİvate_key", "API-KEY", "Token", "auth", "secret",
+    "aws_secret_access_key", "Bearer ", "Authorization: basic ", "https://bob:", "@host",
+    "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "=", ": ", '"', "'",
+    " ", "\n", "hunter2", "abc123XYZ789", "用户", "\u212a",
+]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=12))
+def test_skipping_patterns_that_cannot_match_changes_nothing(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert redact(text) == _UNGATED.redact(text)
+    assert Redactor().findings(text) == _UNGATED.findings(text)
+
+
+def test_case_folding_letters_do_not_hide_a_keyword() -> None:
+    # Under re.IGNORECASE "ſ" matches "s" and the Kelvin sign matches "k".
+    assert "hunter22" not in redact("paſſword=hunter22")
+    assert "abcdef123" not in redact("to\u212aen: abcdef123")

@@ -133,6 +133,46 @@ DEFAULT_PATTERNS: tuple[RedactionPattern, ...] = (
 """The built-in patterns, most specific first. See the module docstring to add your own."""
 
 
+# A cheap, case-sensitive regex over the lower-cased text that finds something in every match
+# of a built-in pattern; a pattern whose gate finds nothing is skipped. Most text holds no
+# secret, and scanning it with every regex ran at ~2.4 MB/s, making a compaction's offload to
+# the session log seven times slower than writing it.
+def _gate(*literals: str, regex: str = "") -> re.Pattern[str]:
+    return re.compile("|".join([*map(re.escape, literals), *([regex] if regex else [])]))
+
+
+_GATES: dict[RedactionPattern, re.Pattern[str]] = dict(
+    zip(
+        DEFAULT_PATTERNS,
+        (
+            _gate("-----begin"),
+            _gate("eyj"),
+            _gate("sk-ant-"),
+            _gate("sk-"),
+            _gate("_live_", "_test_"),
+            _gate("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+            _gate("glpat-"),
+            _gate("xox"),
+            _gate("aiza"),
+            _gate("hf_"),
+            _gate("npm_"),
+            _gate("akia", "asia", "abia", "acca"),
+            _gate("aws"),
+            _gate("bearer"),
+            _gate("authorization"),
+            _gate("://"),
+            _gate(
+                regex=r"(?:pass(?:word|wd|phrase)|pwd|secret|token|api[_-]?key|apikey|"
+                r"access[_-]?key|private[_-]?key|credentials?|auth)[\"']?\s*[:=]"
+            ),
+        ),
+        strict=True,
+    )
+)
+# Under re.IGNORECASE these match ASCII letters, but lower() does not turn them into them.
+_FOLD = str.maketrans({"ı": "i", "ſ": "s", "\u0307": None})
+
+
 class Redactor:
     """Masks secrets in text. Callable, so it plugs in wherever a ``str -> str`` hook is taken.
 
@@ -174,9 +214,22 @@ class Redactor:
     def _apply(self, text: str, counts: dict[str, int] | None) -> str:
         if not isinstance(text, str):
             raise TypeError(f"redact() takes text, not {type(text).__name__}")
+        lowered = _lowered(text)
         for pattern in self.patterns:
-            text = _sub(pattern, text, counts)
+            gate = _GATES.get(pattern)
+            if gate is not None and gate.search(lowered) is None:
+                continue
+            masked = _sub(pattern, text, counts)
+            if masked != text:
+                text, lowered = masked, _lowered(masked)
         return text
+
+
+def _lowered(text: str) -> str:
+    lowered = text.lower()
+    if not lowered.isascii() and ("ı" in lowered or "ſ" in lowered or "\u0307" in lowered):
+        lowered = lowered.translate(_FOLD)
+    return lowered
 
 
 def _sub(pattern: RedactionPattern, text: str, counts: dict[str, int] | None) -> str:
