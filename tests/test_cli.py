@@ -229,3 +229,22 @@ def test_add_refuses_undecodable_text_with_one_line(root: Path) -> None:
     assert result.stderr.strip().splitlines() == [
         "Error: text is not valid Unicode text (is the input UTF-8?)"
     ]
+
+
+def test_an_os_error_is_one_line_and_exit_1_and_minus_v_shows_it(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memdir._toolcore
+
+    def disk_full(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(memdir._toolcore, "add_memory", disk_full)
+    result = run(root, "add", "a fact")
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        "Error: [Errno 28] No space left on device (OSError)"
+    ]
+    verbose = CliRunner().invoke(cli, ["-w", str(root), "-v", "add", "a fact"])
+    assert verbose.exit_code == 1
+    assert isinstance(verbose.exception, OSError)

@@ -6,32 +6,25 @@ Exit codes: 0 success, 1 error (one line on stderr; ``-v`` shows the traceback),
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from typing import Any
 
 import click
 
 from memdir import __version__
-from memdir.cli._common import CliState
+from memdir.cli._common import EXIT_HELP, CliState
 from memdir.errors import MemdirError
-
-EXIT_HELP = """\b
-Exit codes: 0 success · 1 error · 2 usage error · 130 interrupted.
-Data goes to stdout; progress and diagnostics go to stderr."""
 
 
 class _Group(click.Group):
-    """A group that turns memdir errors into one line and exit code 1."""
+    """A group that turns memdir and OS errors into one line and exit code 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except MemdirError as exc:
-            state = ctx.find_object(CliState)
-            if state is not None and state.verbose:
-                raise
-            click.echo(f"Error: {exc}", err=True)
-            ctx.exit(1)
+            self._fail(ctx, str(exc))
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             ctx.exit(130)
@@ -39,6 +32,17 @@ class _Group(click.Group):
             # The reader went away (e.g. `| head`): not an error worth a traceback.
             sys.stderr.close()
             ctx.exit(1)
+        except (OSError, sqlite3.Error) as exc:
+            # The machine's fault (disk full, permission denied, a locked database): one line.
+            self._fail(ctx, f"{exc} ({type(exc).__name__})")
+
+    @staticmethod
+    def _fail(ctx: click.Context, message: str) -> None:
+        state = ctx.find_object(CliState)
+        if state is not None and state.verbose:
+            raise  # the exception being handled, with its traceback (-v)
+        click.echo(f"Error: {message}", err=True)
+        ctx.exit(1)
 
 
 @click.group(cls=_Group, epilog=EXIT_HELP, context_settings={"help_option_names": ["-h", "--help"]})
