@@ -15,8 +15,8 @@ from memdir.compaction import (
     CompactionEvent,
     ConversationCompactor,
 )
-from memdir.errors import ModelError, SessionLogError
-from memdir.messages import SUMMARY_NAME, Msg, ToolUseBlock
+from memdir.errors import ConfigError, ModelError, SessionLogError
+from memdir.messages import SUMMARY_NAME, MessageFormatError, Msg, ToolUseBlock
 from memdir.sessions import SessionLog
 from memdir.testing import FunctionModel, ModelCall, ScriptedModel
 from memdir.workspace import Workspace
@@ -184,6 +184,30 @@ async def test_bad_session_id_is_a_clear_error(ws: Workspace) -> None:
     comp, _ = compactor(ws, ScriptedModel([]))
     with pytest.raises(SessionLogError):
         await comp.compact_if_needed(chat(2), session_id="../escape")
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [None, "hello", Msg.user("one message"), [{"role": "user", "content": "hi"}]],
+    ids=["none", "string", "single-message", "dicts"],
+)
+async def test_anything_but_a_list_of_messages_is_a_clear_error(
+    ws: Workspace, messages: Any
+) -> None:
+    comp, _ = compactor(ws, ScriptedModel([]))
+    with pytest.raises(MessageFormatError, match=r"takes a list|not a Msg"):
+        await comp.compact_if_needed(messages, session_id="s1", force=True)
+    with pytest.raises(MessageFormatError):
+        comp.plan(messages)
+    with pytest.raises(ConfigError, match="keep_messages"):
+        await comp.compact_if_needed(chat(12), session_id="s1", keep_messages=True)
+
+
+def test_wrong_hooks_are_config_errors(ws: Workspace) -> None:
+    with pytest.raises(ConfigError, match="on_flush"):
+        ConversationCompactor(ScriptedModel([]), ws, on_flush="flush")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="token_counter"):
+        ConversationCompactor(ScriptedModel([]), ws, token_counter=len)  # type: ignore[arg-type]
 
 
 async def test_cancelled_flush_propagates_and_nothing_is_offloaded(ws: Workspace) -> None:

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from memdir._msg import as_list
 from memdir.compaction._plan import plan_summary
 from memdir.compaction._run import Run
 from memdir.compaction.config import CompactionConfig
@@ -134,6 +135,13 @@ class ConversationCompactor:
             raise ConfigError("ConversationCompactor needs a ChatModel (an object with generate())")
         if config is not None and not isinstance(config, CompactionConfig):
             raise ConfigError("config must be a CompactionConfig")
+        if on_flush is not None and not callable(on_flush):
+            raise ConfigError("on_flush must be a function taking (messages, session_id=...)")
+        if token_counter is not None and not all(
+            callable(getattr(token_counter, name, None))
+            for name in ("count_text", "count_message", "count_request")
+        ):
+            raise ConfigError("token_counter must be a memdir.tokens.TokenCounter")
         self.model = model
         self.workspace = Workspace.coerce(workspace)
         self.config = config or CompactionConfig()
@@ -171,7 +179,16 @@ class ConversationCompactor:
         system: str | None = None,
         tools: Sequence[ToolSpec] | None = None,
     ) -> tuple[int, int]:
-        """``(non-system message count, estimated tokens of the whole request)``."""
+        """``(non-system message count, estimated tokens of the whole request)``.
+
+        Raises:
+            MessageFormatError: ``messages`` is not a list of :class:`~memdir.messages.Msg`.
+        """
+        return self._measure(as_list(messages, "measure", of_msgs=True), system, tools)
+
+    def _measure(
+        self, messages: list[Msg], system: str | None, tools: Sequence[ToolSpec] | None
+    ) -> tuple[int, int]:
         count = sum(1 for m in messages if m.role != "system")
         return count, self.counter.count_request(messages, system=system, tools=tools)
 
@@ -231,9 +248,13 @@ class ConversationCompactor:
         """Where a summary would cut, without calling a model or writing anything.
 
         The cheap passes are not simulated: they may make the summary unnecessary.
+
+        Raises:
+            MemdirError: ``messages`` is not a list of messages, or a keep override is bad.
         """
-        msgs = list(messages)
-        count, tokens = self.measure(msgs, system=system, tools=tools)
+        _check_keep(keep_messages, keep_tokens)
+        msgs = as_list(messages, "plan", of_msgs=True)
+        count, tokens = self._measure(msgs, system, tools)
         reason = self.trigger_reason(count, tokens, force=force)
         if reason is None and self._truncate_due(count, tokens):
             reason = "truncate_args"
@@ -292,16 +313,15 @@ class ConversationCompactor:
             applied (a ``compaction.failed`` event then says why).
 
         Raises:
-            MemdirError: for a bad ``session_id`` or bad keep overrides.
+            MemdirError: for a bad ``session_id``, bad keep overrides, or ``messages`` that is
+                not a list of :class:`~memdir.messages.Msg`.
         """
-        for name, value in (("keep_messages", keep_messages), ("keep_tokens", keep_tokens)):
-            if value is not None and (not isinstance(value, int) or value < 0):
-                raise ConfigError(f"{name} must be a non-negative integer, not {value!r}")
+        _check_keep(keep_messages, keep_tokens)
         validate_session_id(session_id)
-        original = list(messages)
+        original = as_list(messages, "compact_if_needed", of_msgs=True)
         if not original:
             return None
-        count, tokens = self.measure(original, system=system, tools=tools)
+        count, tokens = self._measure(original, system, tools)
         reason = self.trigger_reason(count, tokens, force=force)
         truncate_due = self._truncate_due(count, tokens)
         if reason is None and not truncate_due:
@@ -341,3 +361,11 @@ class ConversationCompactor:
             stages=outcome.stages,
             reason=outcome.reason,
         )
+
+
+def _check_keep(keep_messages: object, keep_tokens: object) -> None:
+    for name, value in (("keep_messages", keep_messages), ("keep_tokens", keep_tokens)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise ConfigError(f"{name} must be a non-negative integer, not {value!r}")
