@@ -103,3 +103,54 @@ def test_single_token_queries_agree_with_a_naive_scan(content: list[list[str]], 
         assert len(found) == len(set(found))
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+pieces = st.lists(
+    st.sampled_from(
+        [
+            "- alpha item\n",
+            "  bravo continuation\n",
+            "delta paragraph line\n",
+            "\n",
+            "## Kilo heading\n",
+            "```\n",
+            "zulu code line\n",
+            "- tango 数据库\n",
+            "oscar tail without newline",
+        ]
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+def _state(idx: MemoryIndex) -> set[tuple[object, ...]]:
+    found: set[tuple[object, ...]] = set()
+    for word in ["alpha", "bravo", "delta", "zulu", "tango", "oscar", "数据"]:
+        for h in idx.search(word, limit=1000):
+            found.add((h.path, h.line_number, h.line_end, h.heading, h.content))
+    return found
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(start=pieces, appends=st.lists(pieces, min_size=1, max_size=4))
+def test_appends_index_like_a_fresh_build(start: list[str], appends: list[list[str]]) -> None:
+    root = Path(tempfile.mkdtemp(prefix="memdir-hyp-"))
+    try:
+        ws = Workspace(root / "a", tz="UTC")
+        rel = "memory/2026-03-01.md"
+        text = "".join(start)
+        ws.write_text(rel, text)
+        with MemoryIndex(ws) as idx:
+            idx.index_file(rel)
+            for chunk in appends:
+                ws.append_text(rel, "".join(chunk), fsync=False)
+                idx.index_file(rel)
+            incremental = _state(idx)
+        fresh_ws = Workspace(root / "b", tz="UTC")
+        fresh_ws.write_text(rel, ws.read_text(rel))
+        with MemoryIndex(fresh_ws) as fresh:
+            fresh.refresh()
+            assert incremental == _state(fresh)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

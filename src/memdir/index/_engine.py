@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from memdir.index._markdown import ParsedFile
+from memdir.index._markdown import ParsedFile, parse_markdown
 
 __all__ = ["Engine", "FileInfo", "FileSnapshot", "StoredRow", "SyncResult"]
 
@@ -35,17 +35,25 @@ class FileInfo:
     day: int | None  # proleptic ordinal of the ledger's date, if the name is a date
     archived: bool
     curated: bool  # MEMORY.md
+    units: int = 0  # searchable units the file holds
 
 
 @dataclass(frozen=True, slots=True)
 class FileSnapshot:
-    """A file's content as read for indexing, with the stat taken before the read."""
+    """A file's content as read for indexing, with the stat taken before the read.
+
+    ``size`` is ``-1`` when the content did not come from disk.
+    """
 
     text: str
+    data: bytes
     digest: bytes
     mtime_ns: int
     size: int
-    parsed: ParsedFile
+
+    def parse(self) -> ParsedFile:
+        """Units and headings of the whole file."""
+        return parse_markdown(self.text)
 
 
 @dataclass(frozen=True, slots=True)

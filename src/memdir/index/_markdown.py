@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["MAX_LINE", "MAX_SPAN_LINES", "ParsedFile", "Unit", "parse_markdown"]
+__all__ = ["MAX_LINE", "MAX_SPAN_LINES", "ParsedFile", "Unit", "ends_in_fence", "parse_markdown"]
 
 MAX_SPAN_LINES = 4
 MAX_SPAN_CHARS = 2_000
@@ -26,6 +26,7 @@ MAX_LINE = (1 << 24) - 1
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_FENCES = re.compile(r"^ {0,3}(?:```|~~~)", re.MULTILINE)
 _ITEM = re.compile(r"^[ \t]*(?:[-*+•]|\d{1,9}[.)])(?:[ \t]|$)|^[ \t]*\|")
 
 
@@ -50,11 +51,14 @@ class ParsedFile:
     headings: dict[int, str]
 
 
-def parse_markdown(text: str) -> ParsedFile:
-    """Split ``text`` into :class:`Unit` spans and headings (see the module rules)."""
+def parse_markdown(text: str, *, first_line: int = 1, head: int = 0) -> ParsedFile:
+    """Split ``text`` into :class:`Unit` spans and headings (see the module rules).
+
+    ``first_line`` and ``head`` let a caller parse the tail of a file: the number of the
+    first line of ``text`` and the heading line in force there (0: none).
+    """
     units: list[Unit] = []
     headings: dict[int, str] = {}
-    head = 0
     fence: str | None = None
     start = 0  # first line of the open unit (0: none)
     span: list[str] = []
@@ -66,7 +70,7 @@ def parse_markdown(text: str) -> ParsedFile:
             units.append(Unit(start, start + len(span) - 1, head, "\n".join(span)))
         start, span, chars = 0, [], 0
 
-    for number, raw in enumerate(text.split("\n"), start=1):
+    for number, raw in enumerate(text.split("\n"), start=first_line):
         if number > MAX_LINE:
             break
         line = raw[:-1] if raw.endswith("\r") else raw
@@ -104,3 +108,8 @@ def parse_markdown(text: str) -> ParsedFile:
         start, span, chars = number, [line], len(line)
     close()
     return ParsedFile(units, headings)
+
+
+def ends_in_fence(text: str) -> bool:
+    """Whether ``text`` may end inside a fenced code block (an odd number of fence lines)."""
+    return len(_FENCES.findall(text)) % 2 == 1

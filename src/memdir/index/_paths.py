@@ -13,9 +13,8 @@ from pathlib import Path
 
 from memdir.errors import WorkspaceError
 from memdir.index._engine import FileSnapshot
-from memdir.index._markdown import parse_markdown
 
-__all__ = ["check_memory_path", "ledger_day", "load_snapshot", "snapshot_of_text"]
+__all__ = ["check_memory_path", "digest", "ledger_day", "load_snapshot", "snapshot_of_text"]
 
 _MEMORY_PATH = re.compile(r"^(?:MEMORY\.md|memory/(?:archive/)?[^/.][^/]*\.md)$")
 _DAY = re.compile(r"(?:^|/)(\d{4})-(\d{2})-(\d{2})\.md$")
@@ -44,6 +43,11 @@ def ledger_day(rel: str) -> int | None:
         return None
 
 
+def digest(data: bytes) -> bytes:
+    """Content hash recorded for a file (also of a prefix, to recognise appends)."""
+    return _digest(data)
+
+
 def _digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
@@ -51,9 +55,7 @@ def _digest(data: bytes) -> bytes:
 def snapshot_of_text(text: str) -> FileSnapshot:
     """A snapshot of text given by the caller; its stat is unknown (``-1``)."""
     data = text.encode("utf-8", errors="replace")
-    return FileSnapshot(
-        text=text, digest=_digest(data), mtime_ns=-1, size=-1, parsed=parse_markdown(text)
-    )
+    return FileSnapshot(text=text, data=data, digest=_digest(data), mtime_ns=-1, size=-1)
 
 
 def load_snapshot(path: Path) -> FileSnapshot | None:
@@ -90,5 +92,5 @@ def load_snapshot(path: Path) -> FileSnapshot | None:
         digest=_digest(data),
         mtime_ns=st.st_mtime_ns if settled else -1,
         size=st.st_size,
-        parsed=parse_markdown(text),
+        data=data,
     )

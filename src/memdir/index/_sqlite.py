@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from memdir.index._engine import FileInfo, FileSnapshot, StoredRow, SyncResult
-from memdir.index._markdown import Unit
+from memdir.index._markdown import ParsedFile, Unit, ends_in_fence, parse_markdown
+from memdir.index._paths import digest, ledger_day
 from memdir.index._schema import LINE_BITS, connect, prepare
 from memdir.index._text import index_body
 
@@ -44,8 +45,6 @@ def _file_range(file_id: int) -> tuple[int, int]:
 
 def _file_kind(path: str) -> tuple[int | None, bool, bool]:
     """``(day ordinal, archived, curated)`` from a workspace-relative path."""
-    from memdir.index._paths import ledger_day  # avoid an import cycle
-
     day = ledger_day(path)
     return day, path.startswith("memory/archive/"), path == "MEMORY.md"
 
@@ -109,7 +108,8 @@ class SqliteEngine:
 
     def _file_rows(self, where: str = "", args: Sequence[object] = ()) -> list[FileInfo]:
         rows = self._con.execute(
-            "SELECT id, path, mtime_ns, size, digest, day, archived, curated FROM files " + where,
+            "SELECT id, path, mtime_ns, size, digest, day, archived, curated, units FROM files "
+            + where,
             args,
         ).fetchall()
         return [
@@ -122,6 +122,7 @@ class SqliteEngine:
                 day=r[5],
                 archived=bool(r[6]),
                 curated=bool(r[7]),
+                units=r[8],
             )
             for r in rows
         ]
@@ -155,13 +156,12 @@ class SqliteEngine:
                 self._drop_rows(info.id)
                 con.execute("DELETE FROM files WHERE id = ?", (info.id,))
                 return SyncResult(0, 0, changed=True)
-            units = snap.parsed.units
             if info is not None and not force and info.digest == snap.digest:
                 con.execute(
                     "UPDATE files SET mtime_ns = ?, size = ? WHERE id = ?",
                     (snap.mtime_ns, snap.size, info.id),
                 )
-                return SyncResult(0, len(units), changed=False)
+                return SyncResult(0, info.units, changed=False)
             if info is None:
                 day, archived, curated = _file_kind(path)
                 cursor = con.execute(
@@ -170,16 +170,48 @@ class SqliteEngine:
                     (path, snap.mtime_ns, snap.size, snap.digest, day, archived, curated, 0),
                 )
                 file_id = int(cursor.lastrowid or 0)
-                inserted = self._insert_new(file_id, units)
+                parsed = snap.parse()
+                inserted = self._insert_new(file_id, parsed.units)
+                self._write_headings(file_id, parsed.headings)
+                count = len(parsed.units)
             else:
                 file_id = info.id
-                inserted = self._apply_diff(file_id, units, force=force)
+                tail = None if force else self._appended_tail(info, snap)
+                parsed = tail[1] if tail else snap.parse()
+                first = tail[0] if tail else 1
+                inserted, replaced = self._apply_diff(file_id, parsed.units, first, force=force)
+                self._write_headings(file_id, parsed.headings, first)
+                count = (info.units - replaced if tail else 0) + len(parsed.units)
             con.execute(
                 "UPDATE files SET mtime_ns = ?, size = ?, digest = ?, units = ? WHERE id = ?",
-                (snap.mtime_ns, snap.size, snap.digest, len(units), file_id),
+                (snap.mtime_ns, snap.size, snap.digest, count, file_id),
             )
-            self._write_headings(file_id, snap.parsed.headings)
-            return SyncResult(inserted, len(units), changed=True)
+            return SyncResult(inserted, count, changed=True)
+
+    def _appended_tail(self, info: FileInfo, snap: FileSnapshot) -> tuple[int, ParsedFile] | None:
+        """If the file only grew at its end, parse just its tail (from the last old unit).
+
+        Returns ``(first line parsed, parse of the tail)``, or ``None`` when the old content
+        is not an unchanged prefix (or ended inside a code fence): then the whole file is
+        parsed and diffed.
+        """
+        old = info.size
+        data = snap.data
+        if old <= 0 or len(data) <= old or data[old - 1 : old] != b"\n":
+            return None
+        if digest(data[:old]) != info.digest:
+            return None
+        lo, hi = _file_range(info.id)
+        last = self._con.execute(
+            "SELECT id, head FROM units WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT 1",
+            (lo, hi),
+        ).fetchone()
+        if last is None or ends_in_fence(data[:old].decode("utf-8", errors="replace")):
+            return None
+        first = last[0] - lo
+        lines = snap.text.split("\n")
+        tail = "\n".join(lines[first - 1 :])
+        return first, parse_markdown(tail, first_line=first, head=last[1])
 
     def _insert_new(self, file_id: int, units: Sequence[Unit]) -> int:
         base = file_id << LINE_BITS
@@ -194,13 +226,17 @@ class SqliteEngine:
         )
         return len(units)
 
-    def _apply_diff(self, file_id: int, units: Sequence[Unit], *, force: bool) -> int:
+    def _apply_diff(
+        self, file_id: int, units: Sequence[Unit], first: int, *, force: bool
+    ) -> tuple[int, int]:
+        """Make the rows from line ``first`` on equal ``units``; ``(inserted, old rows)``."""
         lo, hi = _file_range(file_id)
         con = self._con
         old = {
             row[0]: (row[1], row[2], row[3])
             for row in con.execute(
-                "SELECT id, line_end, head, content FROM units WHERE id >= ? AND id < ?", (lo, hi)
+                "SELECT id, line_end, head, content FROM units WHERE id >= ? AND id < ?",
+                (lo | first, hi),
             )
         }
         new = {lo | u.start: u for u in units}
@@ -222,15 +258,18 @@ class SqliteEngine:
             con.executemany("DELETE FROM units WHERE id = ?", [(rowid,) for rowid in dropped])
         if heads:
             con.executemany("UPDATE units SET head = ? WHERE id = ?", heads)
-        return self._insert_new(file_id, fresh)
+        return self._insert_new(file_id, fresh), len(old)
 
-    def _write_headings(self, file_id: int, headings: dict[int, str]) -> None:
+    def _write_headings(self, file_id: int, headings: dict[int, str], first: int = 1) -> None:
+        """Make the headings from line ``first`` on equal ``headings``."""
         lo, hi = _file_range(file_id)
         con = self._con
-        old = dict(con.execute("SELECT id, text FROM headings WHERE id >= ? AND id < ?", (lo, hi)))
+        old = dict(
+            con.execute("SELECT id, text FROM headings WHERE id >= ? AND id < ?", (lo | first, hi))
+        )
         new = {lo | line: text for line, text in headings.items()}
         if old != new:
-            con.execute("DELETE FROM headings WHERE id >= ? AND id < ?", (lo, hi))
+            con.execute("DELETE FROM headings WHERE id >= ? AND id < ?", (lo | first, hi))
             con.executemany("INSERT INTO headings(id, text) VALUES (?, ?)", list(new.items()))
 
     def _drop_rows(self, file_id: int) -> None:
