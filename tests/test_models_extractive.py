@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -161,7 +162,10 @@ async def test_flush_extracts_durable_facts_in_english_and_chinese() -> None:
         Msg.assistant("Noted. I will keep that in mind."),
         Msg.user("Remember that the board meeting deadline is March 3."),
         Msg.user("What time is it?"),
-        Msg.user("我喜欢喝乌龙茶。我们决定下周三上线新版本。记住：合同截止日期是12月15日。"),
+        Msg.user(
+            "我喜欢喝乌龙茶。我们决定下周三上线新版本。记住：合同截止日期是12月15日。",
+            created_at=datetime(2026, 11, 30, 9, 0, tzinfo=UTC),  # a Monday
+        ),
         Msg.user("By the way my API key is sk-abcdefghijklmnopqrstuv, remember it."),
         Msg.user("The weather is nice."),
     ]
@@ -172,7 +176,7 @@ async def test_flush_extracts_durable_facts_in_english_and_chinese() -> None:
     assert "- User: My name is Dana and I prefer dark mode in every editor." in bullets
     assert "- User: the board meeting deadline is March 3." in bullets
     assert "- 用户：我喜欢喝乌龙茶。" in bullets
-    assert "- 用户：我们决定下周三上线新版本。" in bullets
+    assert "- 用户：我们决定下周三（2026-12-09）上线新版本。" in bullets
     assert "- 用户：合同截止日期是12月15日。" in bullets
     assert "What time" not in joined and "weather" not in joined
     assert "sk-abc" not in joined  # credentials are never remembered

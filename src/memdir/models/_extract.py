@@ -23,15 +23,23 @@ __all__ = [
     "cue_kind",
     "cue_kinds",
     "has_cjk",
+    "name_tokens",
     "near_duplicate",
     "sentences",
+    "split_label",
     "tokens",
 ]
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
-# Sentence ends: Latin punctuation followed by a space, CJK punctuation, or a line break.
-_SENT_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；;])|\n+")
+# Sentence ends: Latin punctuation followed by a space (not after "Dr." or "e.g."), or by a
+# CJK character, CJK punctuation, or a line break.
+_ABBREVIATIONS = "".join(
+    rf"(?<!\b{re.escape(a)})" for a in ("Mr.", "Mrs.", "Ms.", "Dr.", "St.", "vs.", "e.g.", "i.e.")
+)
+_SENT_END = re.compile(
+    r"(?<=[.!?])" + _ABBREVIATIONS + r"\s+(?=\S)|(?<=[!?])(?=[\u3400-\u9fff])|(?<=[。！？；;])|\n+"
+)
 _TOKEN = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?|[\u3400-\u9fff]")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._'-]*")
 
@@ -84,6 +92,7 @@ _CUES: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             r"\bi (?:really )?(?:prefer|like|love|enjoy|hate|dislike|can'?t stand)\b"
             r"|\bi (?:don'?t|do not) (?:like|want|use)\b|\bmy favou?rite\b|\bprefer(?:s|red)?\b"
+            r"|\bi'?m (?:really )?(?:into|a (?:big |huge )?fan of|passionate about|keen on)\b"
             r"|偏好|喜欢|爱喝|爱吃|讨厌|不喜欢|最爱|习惯用|倾向于",
             re.IGNORECASE,
         ),
@@ -117,18 +126,26 @@ _CUES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        "rule",
+        re.compile(
+            r"\b(?:always|never) (?:use|do|run|call|send|write|deploy|push|commit|put|add)\b"
+            r"|必须|务必|一定要|总是|永远不|从不",
+            re.IGNORECASE,
+        ),
+    ),
+    (
         "commitment",
         re.compile(
             r"\b(?:i|we) (?:will|'ll|promise|must|need to|have to)\b|\bi'll\b|\bwe'll\b"
-            r"|\b(?:always|never) (?:use|do|run|call|send|write)\b"
-            r"|承诺|答应|必须|务必|一定要|不要|不能|总是|永远不",
+            r"|承诺|答应|不要|不能",
             re.IGNORECASE,
         ),
     ),
     (
         "fact",
         re.compile(
-            r"\bi (?:live|work|study) (?:in|at|for)\b|\bi'?m (?:a|an) \w+|\bmy \w+ (?:is|are)\b"
+            r"\b(?:i|we) (?:live|work|study) (?:in|at|for)\b|\bi'?m (?:a|an) \w+"
+            r"|\b(?:my|our) (?:\w+ ){1,3}(?:is|are|was|lives|runs|uses)\b"
             r"|我住在|我在.{1,12}(?:工作|上班|读书)|我是|我的.{1,8}是",
             re.IGNORECASE,
         ),
@@ -143,7 +160,7 @@ def cue_kinds(sentence: str) -> list[str]:
 
 def cue_kind(sentence: str) -> str | None:
     """The first durable-fact cue in ``sentence``: ``remember``, ``preference``, ``decision``,
-    ``person``, ``deadline``, ``commitment``, ``fact`` — or ``None``."""
+    ``person``, ``deadline``, ``rule``, ``commitment``, ``fact`` — or ``None``."""
     for kind, pattern in _CUES:
         if pattern.search(sentence):
             return kind
@@ -153,7 +170,7 @@ def cue_kind(sentence: str) -> str | None:
 # -- near duplicates -------------------------------------------------------------------------
 
 
-def _protected(text: str) -> set[str]:
+def name_tokens(text: str) -> set[str]:
     """Tokens that name things (capitalised mid-sentence, with digits, single letters)."""
     words = _WORD.findall(text)
     out = set()
@@ -163,27 +180,58 @@ def _protected(text: str) -> set[str]:
     return out
 
 
+_LABEL = re.compile(r"^([^:：\n]{1,40})[:：]\s*")
+# Dated or numbered facts and first-person past events: "went to the park" and "went to the
+# beach" are two outings, not an update of one fact.
+_EVENTFUL = re.compile(
+    r"\d|\b(?:i|we)\s+(?:\w+\s+)?(?:\w+ed|went|got|made|took|saw|met|bought|found|ran|won|"
+    r"wrote|built|left|lost|paid|sold|spent|began)\b|[了过]",
+    re.IGNORECASE,
+)
+
+
+def split_label(text: str) -> tuple[str, str]:
+    """``("caroline", "I went …")`` from ``"Caroline: I went …"``; no label: ``("", text)``.
+
+    The label (a speaker, at most 40 characters before the first colon) is case-folded.
+    """
+    match = _LABEL.match(text)
+    if match is None:
+        return "", text
+    return match.group(1).strip().casefold(), text[match.end() :]
+
+
 def near_duplicate(a: str, b: str) -> bool:
     """Whether two facts say the same thing about the same subject.
 
     True when one contains the other, or when they share their opening (subject and verb),
     overlap strongly, and differ only in common words — never when they differ in a name,
-    number or identifier ("project A" vs "project B" are different facts).
+    number or identifier ("project A" vs "project B" are different facts), nor when they
+    are said by different speakers ("Ann: I like tea" vs "Bob: I like tea"). Dated and past
+    events need a much stronger overlap than preferences and states.
     """
-    ta, tb = tokens(a), tokens(b)
+    label_a, body_a = split_label(a)
+    label_b, body_b = split_label(b)
+    if label_a and label_b and label_a != label_b:
+        return False
+    ta, tb = tokens(body_a), tokens(body_b)
     if not ta or not tb:
         return False
     ja, jb = " ".join(ta), " ".join(tb)
     if len(ta) >= 3 and len(tb) >= 3 and (ja in jb or jb in ja):
         return True
-    opening = 3 if has_cjk(a) else 2  # subject + verb: two words, or three characters
+    opening = 3 if has_cjk(body_a) else 2  # subject + verb: two words, or three characters
     if ta[:opening] != tb[:opening]:
         return False
     sa, sb = set(ta), set(tb)
-    # Short facts need more overlap: "I like tea" and "I like coffee" are both true.
-    if len(sa & sb) / len(sa | sb) < (0.6 if len(sa | sb) >= 6 else 0.75):
+    if _EVENTFUL.search(body_a) or _EVENTFUL.search(body_b):
+        needed = 0.85
+    else:
+        # Short facts need more overlap: "I like tea" and "I like coffee" are both true.
+        needed = 0.6 if len(sa | sb) >= 6 else 0.75
+    if len(sa & sb) / len(sa | sb) < needed:
         return False
-    return not ((sa ^ sb) & (_protected(a) | _protected(b)))
+    return not ((sa ^ sb) & (name_tokens(a) | name_tokens(b)))
 
 
 # -- artifacts -------------------------------------------------------------------------------

@@ -4,18 +4,34 @@ MEMORY.md (consolidate). Deterministic, no model.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from memdir.ledger import normalize_bullet
 from memdir.messages import SUMMARY_NAME, Msg
-from memdir.models._extract import clip, cue_kind, cue_kinds, has_cjk, near_duplicate, sentences
+from memdir.models._extract import (
+    clip,
+    cue_kinds,
+    has_cjk,
+    name_tokens,
+    near_duplicate,
+    sentences,
+    split_label,
+    tokens,
+)
+from memdir.models._extract_dates import resolve_dates
+from memdir.models._extract_signals import KEEP, fact_score
 
 __all__ = ["NO_REPLY", "STANDARD_SECTIONS", "consolidate", "extract_facts"]
 
 NO_REPLY = "NO_REPLY"
-_MAX_FACTS = 20
+_PER_MESSAGE = 3  # a long message still yields only its best few facts
+_MAX_FACTS = 40
+_ELABORATES = 1.5  # a sentence right after a fact that has content joins its bullet
+_MAX_ELABORATION = 2
+_ASSISTANT_CUES = frozenset({"decision", "deadline", "rule"})
 
 _REMEMBER_LEAD = re.compile(
     r"^(?:(?:please|pls|also|and|oh|btw|fyi)[,\s]+)*"
@@ -23,58 +39,131 @@ _REMEMBER_LEAD = re.compile(
     r"|^(?:请|请你|也|还有)?(?:记住|记得|别忘了|不要忘记|备忘)[：:，,]?\s*",
     re.IGNORECASE,
 )
-# Never remember credentials, even when asked in passing.
-_SECRET = re.compile(
-    r"\b(?:sk|pk|rk|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{12,}|\bapi[_ -]?key\b|\bpassword\b"
-    r"|\bpasswd\b|\bsecret\b|\btoken\s*[:=]|密码|口令|密钥",
-    re.IGNORECASE,
-)
+_NAME_CHARS = re.compile(r"[\s:：\[\]()#*`]+")
+
+
+@dataclass(frozen=True, slots=True)
+class _Fact:
+    text: str
+    score: float
+    position: int
+    label: str
+    words: frozenset[str]
+
+
+@functools.lru_cache(maxsize=4096)
+def _known_fact(line: str) -> tuple[str, _Fact]:
+    """``(normalised key, fact)`` of a known line; cached, as the same lines come every call."""
+    key = normalize_bullet(line)
+    label, body = split_label(key)
+    return key, _Fact(line, 0.0, -1, label, frozenset(tokens(body)))
+
+
+def _repeats(new: _Fact, old: _Fact) -> bool:
+    """Whether ``new`` says nothing that ``old`` does not already say (same speaker)."""
+    if new.label and old.label and new.label != old.label:
+        return False
+    if len(new.words) < 2 or not old.words:
+        return False
+    if new.words <= old.words:
+        return True
+    overlap = len(new.words & old.words) / len(new.words | old.words)
+    return overlap >= 0.85 and not (new.words ^ old.words) & (
+        name_tokens(new.text) | name_tokens(old.text)
+    )
+
+
+def _speaker(msg: Msg, cjk: bool) -> str:
+    name = _NAME_CHARS.sub(" ", msg.name or "").strip()[:40]
+    if name:
+        return name
+    if msg.role == "assistant":
+        return "助手" if cjk else "Assistant"
+    return "用户" if cjk else "User"
+
+
+def _groups(msg: Msg, addressees: frozenset[str]) -> list[tuple[float, list[str]]]:
+    """Kept sentences of ``msg`` with their score, each followed by the sentence that
+    elaborates on it ("We adopted a puppy. His name is Max."), if that one has content."""
+    groups: list[tuple[float, list[str]]] = []
+    open_group = False
+    for sentence in sentences(msg.text):
+        score = fact_score(sentence, addressees=addressees)
+        if score is None:
+            open_group = False
+            continue
+        kinds = cue_kinds(sentence)
+        if msg.role == "assistant" and not _ASSISTANT_CUES.intersection(kinds):
+            open_group = False  # an assistant's own chatter and plans are not memories
+            continue
+        if score >= KEEP:
+            if "remember" in kinds:
+                sentence = _REMEMBER_LEAD.sub("", sentence).strip()
+            groups.append((score, [sentence]))
+            open_group = True
+        elif open_group and score >= _ELABORATES and len(groups[-1][1]) <= _MAX_ELABORATION:
+            groups[-1][1].append(sentence)
+        else:
+            open_group = False
+    return groups
+
+
+def _candidates(msg: Msg, position: int, addressees: frozenset[str]) -> list[_Fact]:
+    """The facts of one message worth keeping, best :data:`_PER_MESSAGE` at most, in order."""
+    day = msg.created_at.date()
+    found: list[_Fact] = []
+    for score, group in _groups(msg, addressees):
+        cjk = has_cjk(group[0])
+        text = ("" if cjk else " ").join(group)
+        if len(text) < (4 if cjk else 8):
+            continue
+        text = clip(resolve_dates(text, day), 300)
+        text = f"{_speaker(msg, cjk)}{'：' if cjk else ': '}{text}"
+        label, body = split_label(normalize_bullet(text))
+        found.append(_Fact(text, score, position, label, frozenset(tokens(body))))
+    best = sorted(found, key=lambda f: -f.score)[:_PER_MESSAGE]
+    return [f for f in found if f in best]
 
 
 def extract_facts(msgs: Sequence[Msg], known: str) -> str:
     """Durable facts in ``msgs`` that ``known`` does not already hold, as ``- `` bullets.
 
-    Facts come from user sentences with a cue (preference, decision, name, date or deadline,
-    commitment, "remember that…", and their Chinese equivalents). Assistant messages are not
-    mined: what an assistant decides mid-task is rarely worth keeping for months, and what
-    the user confirms is caught from the user's side. Returns :data:`NO_REPLY` when there is
-    nothing new.
+    Every sentence of a user message is scored by :func:`fact_score` (first-person
+    statements, names, numbers, dates, relations, plans, preferences, decisions…); those
+    that reach :data:`KEEP` become bullets, prefixed with the speaker (``Msg.name``, else
+    ``User``/``用户``) and with relative dates made absolute from ``Msg.created_at``.
+    Questions, reactions, greetings, code and credentials are never kept. Assistant
+    messages give only decisions, deadlines and rules. A fact that repeats one in ``known``
+    or an earlier one in the batch is dropped; at most three facts come from one message
+    and :data:`_MAX_FACTS` from one call (the best-scored, in conversation order).
+
+    Returns:
+        The bullets, one per line, or :data:`NO_REPLY` when there is nothing new.
     """
-    known_lines = [normalize_bullet(ln) for ln in known.splitlines() if ln.strip()]
-    known_keys = set(known_lines)
-    facts: list[str] = []
-    for msg in msgs:
-        if msg.name == SUMMARY_NAME or msg.role != "user":
-            continue
-        for sentence in sentences(msg.text):
-            fact = _fact(sentence)
-            if fact is None:
+    known_lines = [ln for ln in known.splitlines() if ln.strip() and not ln.startswith("#")]
+    parsed = [_known_fact(ln) for ln in known_lines]
+    known_keys = {key for key, _ in parsed}
+    seen = [fact for _, fact in parsed]
+    facts: list[_Fact] = []
+    mined = [m for m in msgs if m.name != SUMMARY_NAME and m.role in ("user", "assistant")]
+    # People addressed by name ("Thanks, Anna!") are the speakers of the conversation.
+    addressees = frozenset(n for m in mined if m.name for n in m.name.split())
+    for position, msg in enumerate(mined):
+        for fact in _candidates(msg, position, addressees):
+            if normalize_bullet(fact.text) in known_keys:
                 continue
-            key = normalize_bullet(fact)
-            body = normalize_bullet(fact.split(":", 1)[-1].split("：", 1)[-1])
-            if key in known_keys or any(body in line for line in known_lines):
+            if any(_repeats(fact, old) for old in seen):
                 continue
-            if any(near_duplicate(fact, line) for line in known_lines):
-                continue
-            if any(normalize_bullet(f) == key or near_duplicate(f, fact) for f in facts):
-                continue
+            seen.append(fact)
             facts.append(fact)
     if not facts:
         return NO_REPLY
-    return "\n".join(f"- {f}" for f in facts[-_MAX_FACTS:])
-
-
-def _fact(sentence: str) -> str | None:
-    kind = cue_kind(sentence)
-    if kind is None or _SECRET.search(sentence):
-        return None
-    if sentence.rstrip().endswith(("?", "？", "吗")) and kind != "remember":
-        return None
-    text = _REMEMBER_LEAD.sub("", sentence).strip() if kind == "remember" else sentence
-    if len(text) < (4 if has_cjk(text) else 10) or len(text) > 400:
-        return None
-    text = clip(text, 300)
-    return ("用户：" if has_cjk(text) else "User: ") + text
+    cap = min(_MAX_FACTS, 2 + 2 * len(mined))
+    if len(facts) > cap:
+        # Best first, the newer of two equals; then back into conversation order.
+        best = sorted(facts, key=lambda f: (-f.score, -f.position))[:cap]
+        facts = [f for f in facts if f in best]
+    return "\n".join(f"- {f.text}" for f in facts)
 
 
 # -- consolidation ---------------------------------------------------------------------------
@@ -123,7 +212,14 @@ def _parse(current: str) -> _Doc:
     rank = 0
     for line in current.splitlines():
         stripped = line.strip()
-        if section is None and line.startswith("# ") and not doc.preamble and rank == 0:
+        # A title needs words: a bare "# " stays prose, so re-reading the output is stable.
+        if (
+            section is None
+            and line.startswith("# ")
+            and stripped[1:].strip()
+            and not doc.preamble
+            and rank == 0
+        ):
             doc.title = stripped
         elif line.startswith("## "):
             section = _canonical(line[3:])

@@ -53,9 +53,11 @@ class ExtractiveModel:
         context_window: what :attr:`context_window` reports (default ``None``: no limit of
             its own).
 
-    Its limits: it copies and classifies sentences, it does not understand them. Facts need
-    a cue word ("I prefer", "we decided", "remember that", 喜欢, 决定, 记住, 截止…) to be
-    noticed, summaries are lists rather than prose, and paraphrases are not recognised as
+    Its limits: it copies, scores and classifies sentences, it does not understand them.
+    A flush keeps the sentences that carry enough signals of a durable fact (a first-person
+    statement, a name, a number or date, a relation, a plan, a preference or decision…),
+    prefixed with the speaker and with relative dates made absolute; pronouns are not
+    resolved, summaries are lists rather than prose, and paraphrases are not recognised as
     duplicates.
     """
 

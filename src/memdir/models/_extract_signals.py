@@ -1,0 +1,295 @@
+"""How much a sentence is worth remembering: general signals, each with a weight.
+
+A durable fact is usually a statement (not a question) about the speaker or the people and
+things around them, with some content a later search can find: a name, a number, a date, a
+place, a relation, a plan or a preference. Chatter ("That's great!", "哈哈", "Thanks, see you")
+has none of these. :func:`fact_score` adds the weights of the signals a sentence carries and
+returns ``None`` for sentences that are never kept (questions, reactions, too little
+content, code and logs, credentials); :data:`KEEP` is the bar a sentence must reach. The
+weights are round numbers chosen so that one strong cue ("I prefer", "we decided", "remember
+that", 喜欢, 决定) or two ordinary signals (a first-person statement and a date) suffice.
+
+English and Chinese are handled word by word; Japanese and Korean get the script-neutral
+signals (numbers, dates, Latin names) and their first-person pronouns.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memdir.models._extract import cue_kinds, has_cjk
+from memdir.models._extract_dates import has_date_phrase
+
+__all__ = ["KEEP", "fact_score", "is_secret"]
+
+KEEP = 3.0
+_STRONG_CUES = frozenset({"remember", "preference", "decision", "person", "deadline", "rule"})
+_CUE_WEIGHT = {"fact": 2.0, "commitment": 1.5}
+
+# -- rejection -------------------------------------------------------------------------------
+
+# Never remember credentials, even when asked in passing.
+_SECRET = re.compile(
+    r"\b(?:sk|pk|rk|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{12,}|\bapi[_ -]?key\b|\bpassword\b"
+    r"|\bpasswd\b|\bsecret\b|\btoken\s*[:=]|密码|口令|密钥",
+    re.IGNORECASE,
+)
+_QUESTION_END = re.compile(r"[?？]\W*$|[吗呢]\W*$|ですか\W*$")
+# Code, logs and stack traces pasted into a message: symbols instead of words.
+_CODE_LINE = re.compile(r"^(?:at |File \"|Traceback|\$ |>>> |[{}\[\]]|\w+\(.*\)\s*$)")
+_SYMBOLS = frozenset("{}[]()<>=;|\\/_$#@*`^~")
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+(?:[.,:/-]\d+)*")
+_STOP = _words(
+    """a an the and or but so to of in on at for with from by about as into onto over than then
+    is are was were be been being am do does did doing have has had having it its it's this
+    that these those there here i me my mine we us our you your yours he him his she her they
+    them their what which who whom how when where why just really very too also not no yes can
+    could would should will shall may might must if up out all some any more most much many
+    get gets got go goes going gonna lot lots thing things something anything everything stuff
+    way like well oh yeah yep yup ok okay sure i'm i've i'd i'll i’m i’ve i’d i’ll that's it's
+    you're you've you'd you'll don't can't won't didn't isn't wasn't there's what's let's let
+    one even still though only now again ever back bit kind kinda sort sorta pretty quite such
+    own same other another each every both either neither whether while because since until
+    till though said say says tell told make made time day"""
+)
+_REACTION = _words(
+    """wow cool awesome great amazing nice good glad happy love loved lovely sweet fun exciting
+    excited fantastic wonderful incredible beautiful thanks thank congrats congratulations
+    haha hahaha lol omg aww yay hey hi hello bye goodbye totally absolutely definitely agree
+    true right sounds sound seems hope hopefully proud inspiring stunning gorgeous cute sorry
+    hear see talk soon care take luck best bet mean know think feel feels feeling super
+    awesome appreciate appreciated interesting impressive brilliant perfect enjoy enjoyed keep
+    going thing totally exactly indeed certainly agreed"""
+)
+_NOT_CONTENT = _STOP | _REACTION
+_OPENER = re.compile(
+    r"^(?:hi|hey|hello|thanks|thank you|thx|bye|good ?bye|see you|talk (?:to you )?soon|"
+    r"good (?:morning|night|evening)|congrats|congratulations|wow|aww+|omg|lol|haha\w*|yay|"
+    r"that'?s|that sounds|sounds|it sounds|what a|so (?:cool|great|nice)|you'?re|you'?ve|you)\b",
+    re.IGNORECASE,
+)
+_CJK_FILLER = re.compile(
+    r"哈+|呵+|嘿+|嗯+|哦+|啊+|哇+|呀|吧|啦|嘛|呢|好的|好吧|谢谢|多谢|感谢|不客气|没问题|太好了|真棒|"
+    r"厉害|不错|加油|恭喜|你好|您好|再见|晚安|早安|拜拜|是的|对啊|对的|确实|真的|可以|好|行|"
+    r"[\s\W\d]"
+)
+
+# -- signals ---------------------------------------------------------------------------------
+
+_FP_SUBJECT = re.compile(
+    r"\b(?:i|we)(?:['’](?:m|ve|d|ll))?\b|\bme and\b"
+    # Casual speech drops the "I": "Just got back from Lisbon", "Gonna start a course".
+    r"|^(?:just|finally|gonna|going to|been|started|finished|got|went|planning|thinking)\b",
+    re.IGNORECASE,
+)
+_REMEMBER_REQUEST = re.compile(
+    r"^(?:(?:please|pls|also|and|oh|btw|fyi)[,\s]+)*(?:remember|don'?t forget|note|keep in mind)"
+    r"|\b(?:please|pls) (?:remember|note|keep in mind)\b|记住|记得|别忘|不要忘|备忘",
+    re.IGNORECASE,
+)
+_FP_OTHER = re.compile(r"\b(?:my|our|me|us|mine|ours|myself|ourselves)\b", re.IGNORECASE)
+_IRREGULAR = (
+    "went|got|made|took|saw|met|bought|found|gave|had|did|came|ran|won|began|wrote|brought|built|"
+    "caught|chose|drove|ate|fell|felt|flew|forgot|left|lost|paid|put|sold|sent|sang|sat|slept|"
+    "spent|spoke|swam|taught|told|threw|wore|knew|heard|held|kept|led|learnt|rode|grew|hung|"
+    "hit|hurt|became|broke|drew|drank|fought|froze|quit|shook|moved|been|gotten|done|taken|"
+    "seen|given|begun|written|won"
+)
+_EVENT = re.compile(
+    r"\b(?:i|we|i['’]ve|we['’]ve|i['’]d|we['’]d)\s+(?:(?:just|finally|recently|also|actually|"
+    r"already|even|really|both|have|has|had|never|once|all)\s+){0,2}(?:\w+ed|"
+    + _IRREGULAR
+    + r")\b",
+    re.IGNORECASE,
+)
+_ACTIVITY = re.compile(
+    r"\b(?:i['’]m|i am|we['’]re|we are)\s+(?:\w+\s+)?(?!going\b)\w{3,}ing\b", re.IGNORECASE
+)
+_PLAN = re.compile(
+    r"\b(?:gonna|going to|plan(?:ning|s|ned)? (?:to|on)|want(?:s|ed)? to|hop(?:e|ing) to|"
+    r"thinking (?:of|about)|looking forward to|about to|intend(?:ing)? to|aim(?:ing)? to|"
+    r"sign(?:ing|ed)? up|sign up|will|['’]ll)\b",
+    re.IGNORECASE,
+)
+_RELATION = re.compile(
+    r"\b(?:my|our|his|her|their)\s+(?:(?:little|big|older|younger|elder|best|new|old|late|"
+    r"two|three)\s+)?(?:wife|husband|partner|spouse|boyfriend|girlfriend|fianc[ée]e?|sons?|"
+    r"daughters?|kids?|child|children|bab(?:y|ies)|mom|mum|mother|dad|father|parents?|"
+    r"sisters?|brothers?|siblings?|grand(?:ma|mother|pa|father|parents?|kids?|children|son|"
+    r"daughter)|aunt|uncle|cousins?|niece|nephew|family|friends?|bestie|roommates?|"
+    r"neighbou?rs?|colleagues?|co-?workers?|boss|manager|team|mentor|teacher|students?|"
+    r"doctor|therapist|dogs?|cats?|pupp(?:y|ies)|kittens?|pets?|horse|car|house|home|job)\b"
+    r"|(?:我|我们|他|她|咱们)的?(?:妈妈|母亲|爸爸|父亲|父母|妹妹|姐姐|哥哥|弟弟|老婆|老公|妻子|丈夫|"
+    r"儿子|女儿|孩子|宝宝|男朋友|女朋友|对象|朋友|同事|老板|领导|室友|邻居|老师|同学|奶奶|爷爷|"
+    r"外婆|外公|姥姥|姥爷|家人|狗|猫|宠物)",
+    re.IGNORECASE,
+)
+_NAMING = re.compile(
+    r"\b(?i:my|our|his|her|their|its)\s+(?:\w+\s+)?(?i:name(?:['’]s| is| was))\b"
+    r"|\b(?:named|called) [A-Z]|名叫|叫做|名字叫",
+)
+_POSSESSION = re.compile(
+    r"\b(?:i|we)\s+(?:have|own|got|bought|adopted|rescued|inherited)\b|\bmy new\b"
+    r"|我(?:们)?(?:有|买了|养了|收养了|领养了)",
+    re.IGNORECASE,
+)
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|weekends"
+_TIME = re.compile(
+    r"\b(?:" + _DAYS + r")\b|\b(?:19|20)\d\d\b|\b\d{1,2}(?::\d\d)?\s?(?:am|pm)\b"
+    r"|\b(?:ago|since|until|every (?:day|week|month|year|morning|evening|night|weekend)|"
+    r"(?:last|this|next) (?:summer|spring|fall|autumn|winter))\b"
+    r"|\d+\s*(?:月|日|号|点|年)|[一二三四五六七八九十]+(?:月|号|点钟)|(?:周|星期|礼拜)[一二三四五六日天]"
+    r"|去年|今年|明年|前年",
+    re.IGNORECASE,
+)
+_MONTH = re.compile(r"\b(?:" + _MONTHS + r")\b")  # case-sensitive: "may" the verb is lower case
+_NUMBER_WORD = re.compile(
+    r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|fifty|"
+    r"hundred|thousand|million|dozen|couple|first|third|fourth|fifth)\b"
+    r"|[一二两三四五六七八九十百千万]+(?:个|只|条|本|次|年|天|岁|公里|块|元|斤|米|小时|分钟|人|家|件|"
+    r"张|套|台|辆|周|个月)",
+    re.IGNORECASE,
+)
+_CJK_FP = re.compile(r"我|咱们|俺|私|僕|わたし|저는|나는|제가|내가|저희|우리")
+_CJK_EVENT = re.compile(r"(?:我|我们|咱们).{0,12}?[了过]")
+_CJK_PLAN = re.compile(r"打算|计划|准备|想要|要去|将要|会去|下次|预定|报名")
+_CJK_NAME = re.compile(r"(?:叫|名叫|名字是|姓)(?:[\u4e00-\u9fff]{1,4}|[A-Za-z][\w-]+)")
+_CJK_PLACE = re.compile(r"(?:去了?|到了?|在|住在|搬到|来自|回到)[\u4e00-\u9fff]{2,}")
+_LATIN_NAME = re.compile(r"[A-Z][\w'’&.-]*")
+_VOCATIVE_BEFORE = re.compile(r"(?:^|[,，]\s*)$")
+_GREETING_BEFORE = re.compile(r"\b(?:hi|hey|hello|thanks|thank you|bye|dear|yo)[,\s]+$", re.I)
+_NOT_NAMES = frozenset({"I", "I'm", "I've", "I'd", "I'll", "I’m", "I’ve", "I’d", "I’ll", "OK"})
+
+
+def is_secret(text: str) -> bool:
+    """Whether ``text`` looks like it holds a credential (never remembered)."""
+    return _SECRET.search(text) is not None
+
+
+def _codey(sentence: str) -> bool:
+    if _CODE_LINE.match(sentence):
+        return True
+    symbols = sum(1 for c in sentence if c in _SYMBOLS)
+    return symbols > max(3, len(sentence) // 8)
+
+
+def _names(sentence: str, addressees: frozenset[str]) -> set[str]:
+    """Capitalised words that are not the first word, "I", or someone addressed by name."""
+    out: set[str] = set()
+    for match in _LATIN_NAME.finditer(sentence):
+        word = match.group(0).rstrip(".'’")
+        before = sentence[: match.start()]
+        if match.start() == 0 or word in _NOT_NAMES or not before.strip(" \"'“(«-"):
+            continue
+        if word.lower() in _NOT_CONTENT:
+            continue  # "…, It means a lot": a capitalised common word is not a name
+        after = sentence[match.end() :].lstrip()
+        if _GREETING_BEFORE.search(before) or (
+            word in addressees
+            and _VOCATIVE_BEFORE.search(before)
+            and (not after or after[0] in ",，!！.?？")
+        ):
+            continue  # "Thanks, Anna!" addresses Anna; it says nothing about her
+        out.add(word)
+    return out
+
+
+def _content_words(sentence: str) -> list[str]:
+    words = [w.lower() for w in _WORD.findall(sentence)]
+    return [w for w in words if (len(w) >= 3 or w.isdigit()) and w not in _NOT_CONTENT]
+
+
+def fact_score(sentence: str, *, addressees: frozenset[str] = frozenset()) -> float | None:
+    """Worth of ``sentence`` as a memory (keep when ``>= KEEP``), or ``None``: never keep.
+
+    Args:
+        sentence: one sentence, whitespace-normalised.
+        addressees: names of the people in the conversation; "Thanks, Anna!" addresses Anna
+            rather than saying something about her, so such a name is not a signal.
+    """
+    kinds = cue_kinds(sentence)
+    if "remember" in kinds and not _REMEMBER_REQUEST.search(sentence):
+        kinds.remove("remember")  # "it helps us remember…" asks nothing
+    strong = any(k in _STRONG_CUES for k in kinds)
+    if is_secret(sentence) or _codey(sentence):
+        return None
+    if _QUESTION_END.search(sentence) and "remember" not in kinds:
+        return None
+    score = 3.0 if strong else max((_CUE_WEIGHT.get(k, 0.0) for k in kinds), default=0.0)
+    if has_cjk(sentence) or not re.search(r"[A-Za-z]{2}", sentence):
+        signals = _cjk_signals(sentence, strong, addressees)
+    else:
+        signals = _latin_signals(sentence, strong, addressees)
+    return None if signals is None else score + signals
+
+
+def _shared_signals(sentence: str, addressees: frozenset[str]) -> float:
+    score = 0.0
+    if re.search(r"\d", sentence):
+        score += 1.5
+    elif _NUMBER_WORD.search(sentence):
+        score += 1.0
+    if _TIME.search(sentence) or _MONTH.search(sentence) or has_date_phrase(sentence):
+        score += 1.5
+    if _RELATION.search(sentence):
+        score += 1.5
+    if _POSSESSION.search(sentence):
+        score += 1.0
+    if _NAMING.search(sentence):
+        score += 1.5
+    names = _names(sentence, addressees)
+    if names:
+        score += 1.5 + (0.5 if len(names) > 1 else 0.0)
+    return score
+
+
+def _latin_signals(sentence: str, strong: bool, addressees: frozenset[str]) -> float | None:
+    content = _content_words(sentence)
+    if len(content) < (1 if strong else 2) or len(sentence) < (6 if strong else 12):
+        return None
+    score = _shared_signals(sentence, addressees)
+    subject = _FP_SUBJECT.search(sentence) is not None
+    if subject:
+        score += 1.5
+    elif _FP_OTHER.search(sentence):
+        score += 0.75
+    if _EVENT.search(sentence):
+        score += 1.5
+    elif subject and _ACTIVITY.search(sentence):
+        score += 1.0
+    if _PLAN.search(sentence):
+        score += 1.5 if subject else 0.5
+    score += 1.0 if len(content) >= 8 else 0.5 if len(content) >= 5 else 0.0
+    if _OPENER.match(sentence) and not subject:
+        score -= 1.5
+    return score
+
+
+def _cjk_signals(sentence: str, strong: bool, addressees: frozenset[str]) -> float | None:
+    rest = _CJK_FILLER.sub("", sentence)
+    if len(rest) < (3 if strong else 5):
+        return None
+    score = _shared_signals(sentence, addressees)
+    first_person = _CJK_FP.search(sentence) is not None
+    if first_person:
+        score += 1.5
+    if _CJK_EVENT.search(sentence):
+        score += 1.5
+    if _CJK_PLAN.search(sentence):
+        score += 1.5 if first_person else 0.5
+    if _CJK_NAME.search(sentence):
+        score += 1.5
+    if first_person and _CJK_PLACE.search(sentence):
+        score += 1.0
+    score += 1.0 if len(rest) >= 16 else 0.5 if len(rest) >= 9 else 0.0
+    return score
