@@ -15,9 +15,10 @@ See ``docs/agent.md``.
 
 from __future__ import annotations
 
-from memdir.agent._agent import AgentInput, HarnessAgent, SessionBusyError
+from memdir.agent._agent import HarnessAgent
 from memdir.agent._context import WorkspaceContextHook
 from memdir.agent._file_tools import edit_file, list_files, read_file, write_file
+from memdir.agent._runtime import AgentInput, SessionBusyError
 from memdir.agent._state import INTERRUPTED_RESULT
 from memdir.agent._toolkit import Tool, tool_from_function
 from memdir.agent.events import (

@@ -17,18 +17,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import fcntl
 import logging
 import os
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Final, TypeAlias
 
 from memdir.agent._context import WorkspaceContextHook
-from memdir.agent._file_tools import FILE_TOOLS
-from memdir.agent._overflow import MAX_RECOVERY_ATTEMPTS, recover_from_overflow
+from memdir.agent._overflow import recover_or_explain
+from memdir.agent._runtime import (
+    AgentInput,
+    BackgroundTasks,
+    SessionBusyError,
+    SyncRunner,
+    coerce_input,
+    session_lock,
+)
 from memdir.agent._state import SessionStore, repair_dangling
-from memdir.agent._toolkit import Tool, tool_from_function
+from memdir.agent._toolkit import Tool, builtin_tools, tool_from_function
 from memdir.agent.events import (
     AgentEvent,
     ContextOverflowEvent,
@@ -48,7 +53,7 @@ from memdir.agent.hooks import (
     merge_metadata,
 )
 from memdir.compaction import CompactionConfig, ConversationCompactor, is_context_overflow
-from memdir.errors import ConfigError, MemdirError
+from memdir.errors import ConfigError
 from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
 from memdir.memory import (
     MaintenanceConfig,
@@ -65,7 +70,6 @@ __all__ = ["HarnessAgent", "SessionBusyError"]
 
 logger = logging.getLogger("memdir.agent")
 
-AgentInput: TypeAlias = str | Msg | Sequence[Msg] | None
 _Emit: TypeAlias = Callable[[AgentEvent], Awaitable[None]]
 
 _DEFAULT_EVICTION: Final = ToolResultEvictionConfig.defaults()
@@ -75,10 +79,6 @@ _LAST_ROUND_NOTE: Final = (
     "You have used every tool call available for this request. Answer now with what you have; "
     "say what is still open."
 )
-
-
-class SessionBusyError(MemdirError):
-    """Another process is running a call on the same session."""
 
 
 class HarnessAgent:
@@ -154,20 +154,16 @@ class HarnessAgent:
         self.lock_timeout = lock_timeout
         self.close_timeout = close_timeout
         self._tools: dict[str, Tool] = {}
-        if memory_tools:
-            self._add_memory_tools()
-        if file_tools:
-            for fn in FILE_TOOLS:
-                self._add_tool(tool_from_function(fn))
-        for tool in tools:
-            self._add_tool(tool_from_function(tool))
+        for tool in builtin_tools(memory=memory_tools, files=file_tools):
+            self._add_tool(tool)
+        for extra in tools:
+            self._add_tool(tool_from_function(extra))
         self._hooks = HookRegistry()
         self._store = SessionStore(self.workspace, name)
         self._sessions: dict[str, list[Msg]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
-        self._background: set[asyncio.Task[Any]] = set()
-        self._sync_loop: asyncio.AbstractEventLoop | None = None
-        self._sync_thread: threading.Thread | None = None
+        self._background = BackgroundTasks()
+        self._sync = SyncRunner(f"memdir-agent-{name}")
         self.eviction_hook: ToolResultEvictionHook | None = None
         if tool_result_eviction is not None:
             self.eviction_hook = ToolResultEvictionHook(self.workspace, tool_result_eviction)
@@ -209,20 +205,6 @@ class HarnessAgent:
             await self.flush_manager.flush_memories(msgs, session_id=session_id)
 
     # -- tools and hooks ------------------------------------------------------------------
-
-    def _add_memory_tools(self) -> None:
-        from memdir.tools import TOOL_DESCRIPTIONS, TOOL_FUNCTIONS, TOOL_SCHEMAS
-
-        for tool_name, fn in TOOL_FUNCTIONS.items():
-            self._add_tool(
-                tool_from_function(
-                    fn,
-                    name=tool_name,
-                    description=TOOL_DESCRIPTIONS[tool_name],
-                    parameters=TOOL_SCHEMAS[tool_name],
-                    error_prefix="Error:",
-                )
-            )
 
     def _add_tool(self, tool: Tool) -> None:
         if tool.name in self._tools:
@@ -288,37 +270,6 @@ class HarnessAgent:
         sid = validate_session_id(session_id or self.session_id)
         self._commit(sid, [])
 
-    @contextlib.asynccontextmanager
-    async def _session_guard(self, sid: str) -> AsyncIterator[None]:
-        lock = self._locks.setdefault(sid, asyncio.Lock())
-        async with lock:
-            path = self.workspace.index_dir / "locks" / f"agent-session-{sid}.lock"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                await self._flock(fd, sid)
-                try:
-                    yield
-                finally:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
-
-    async def _flock(self, fd: int, sid: str) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.lock_timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if loop.time() >= deadline:
-                    raise SessionBusyError(
-                        f"session {sid!r} is in use by another process; wait for its call to "
-                        "finish or use another session_id"
-                    ) from None
-                await asyncio.sleep(0.05)
-
     # -- calling --------------------------------------------------------------------------
 
     async def call(self, input: AgentInput = None, *, session_id: str | None = None) -> Msg:
@@ -364,30 +315,20 @@ class HarnessAgent:
         """:meth:`call` for synchronous code (runs on a private event-loop thread).
 
         Background memory work goes on after the reply; :meth:`close_sync` drains it.
-        """
-        loop = self._ensure_sync_loop()
-        future = asyncio.run_coroutine_threadsafe(self.call(input, session_id=session_id), loop)
-        return future.result()
 
-    def _ensure_sync_loop(self) -> asyncio.AbstractEventLoop:
-        with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop()
-            raise ConfigError("call_sync() cannot run inside an event loop; use await call()")
-        if self._sync_loop is None:
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(
-                target=loop.run_forever, name=f"memdir-agent-{self.name}", daemon=True
-            )
-            thread.start()
-            self._sync_loop, self._sync_thread = loop, thread
-        return self._sync_loop
+        Raises:
+            ConfigError: called from inside a running event loop (``await call()`` there).
+        """
+        return self._sync.run(self.call(input, session_id=session_id))
 
     async def _run(self, input: AgentInput, session_id: str | None, emit: _Emit | None) -> Msg:
         sid = validate_session_id(session_id or self.session_id)
-        inputs = _coerce_input(input)
+        inputs = coerce_input(input)
         if self.scheduler is not None and not self.scheduler.running:
             self.scheduler.start()
-        async with self._session_guard(sid):
+        lock = self._locks.setdefault(sid, asyncio.Lock())
+        path = self.workspace.index_dir / "locks" / f"agent-session-{sid}.lock"
+        async with session_lock(lock, path, sid, timeout=self.lock_timeout):
             history = self._history(sid)
             new: list[Msg] = []
             if inputs:
@@ -505,48 +446,23 @@ class HarnessAgent:
                     raise
 
     async def _recover(
-        self,
-        sid: str,
-        event: PreReasoningEvent,
-        system: str | None,
-        attempt: int,
-        exc: Exception,
+        self, sid: str, event: PreReasoningEvent, system: str | None, attempt: int, exc: Exception
     ) -> bool:
         """Compact (and shrink) the session after an overflow; whether a retry makes sense."""
-        if self.compaction_hook is None:
-            exc.add_note(
-                "memdir: the conversation no longer fits the model's context window and "
-                "compaction is off; pass compaction=CompactionConfig() to HarnessAgent to "
-                "compact and retry automatically"
-            )
-            return False
-        if attempt > MAX_RECOVERY_ATTEMPTS:
-            exc.add_note(
-                f"memdir: still too long after {MAX_RECOVERY_ATTEMPTS} forced compactions; "
-                "lower CompactionConfig.keep_messages / keep_tokens or use a model with a "
-                "larger context window"
-            )
-            return False
-        evictor = (
+        smaller = await recover_or_explain(
+            self.compaction_hook.compactor if self.compaction_hook is not None else None,
             self.eviction_hook.evictor(sid)
             if self.eviction_hook is not None
-            else ToolResultEvictor(self.workspace, session_id=sid)
-        )
-        smaller = await recover_from_overflow(
-            self.compaction_hook.compactor,
-            evictor,
+            else ToolResultEvictor(self.workspace, session_id=sid),
             self._history(sid),
             session_id=sid,
             system=system,
             tools=event.tools or None,
             attempt=attempt,
             context_window=getattr(self.model, "context_window", None),
+            error=exc,
         )
         if smaller is None:
-            exc.add_note(
-                "memdir: forced compaction could not make the conversation smaller "
-                "(nothing left to summarise, and no single message is oversized)"
-            )
             return False
         self._commit(sid, smaller)
         return True
@@ -581,18 +497,7 @@ class HarnessAgent:
 
     def spawn_background(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
         """Run ``coro`` after the reply, tracked so that :meth:`close` can drain it."""
-        task = asyncio.get_running_loop().create_task(coro, name=name)
-        self._background.add(task)
-        task.add_done_callback(self._background_done)
-        return task
-
-    def _background_done(self, task: asyncio.Task[Any]) -> None:
-        self._background.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            exc = task.exception()
-            logger.warning(
-                "background task %s failed: %s: %s", task.get_name(), type(exc).__name__, exc
-            )
+        return self._background.spawn(coro, name=name)
 
     @property
     def pending_background(self) -> int:
@@ -601,14 +506,7 @@ class HarnessAgent:
 
     async def drain(self, timeout: float | None = None) -> bool:
         """Wait for background work (at most ``timeout`` seconds); returns whether all finished."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        while self._background:  # a finishing task may start another (flush -> consolidation)
-            left = None if deadline is None else max(0.0, deadline - loop.time())
-            _, pending = await asyncio.wait(set(self._background), timeout=left)
-            if pending and deadline is not None and loop.time() >= deadline:
-                return False
-        return True
+        return await self._background.drain(timeout)
 
     async def close(self, timeout: float | None = None) -> None:
         """Drain background memory work within ``timeout`` (default ``close_timeout``), then stop.
@@ -619,25 +517,20 @@ class HarnessAgent:
         limit = self.close_timeout if timeout is None else timeout
         loop = asyncio.get_running_loop()
         started = loop.time()
-        if not await self.drain(limit):
-            for task in list(self._background):
-                task.cancel()
+        if not await self._background.drain(limit):
             logger.warning("background memory work did not finish within %.1f s; cancelled", limit)
-            await asyncio.gather(*self._background, return_exceptions=True)
+            await self._background.cancel_all()
         if self.scheduler is not None and self.scheduler.running:
             left = max(0.1, limit - (loop.time() - started))
             await asyncio.to_thread(self.scheduler.stop, left)
 
     def close_sync(self, timeout: float | None = None) -> None:
         """:meth:`close` for synchronous code; also stops the private event-loop thread."""
-        loop, thread = self._sync_loop, self._sync_thread
-        if loop is None or thread is None:
-            return
-        asyncio.run_coroutine_threadsafe(self.close(timeout), loop).result()
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=5)
-        loop.close()
-        self._sync_loop = self._sync_thread = None
+        if self._sync.started:
+            self._sync.run(self.close(timeout))
+            self._sync.stop()
+        elif self.scheduler is not None and self.scheduler.running:
+            self.scheduler.stop(self.close_timeout if timeout is None else timeout)
 
     async def __aenter__(self) -> HarnessAgent:
         return self
@@ -657,21 +550,3 @@ def _paired(result: ToolResultBlock, call_id: str) -> ToolResultBlock:
     if result.tool_use_id == call_id:
         return result
     return dataclasses.replace(result, tool_use_id=call_id)
-
-
-def _coerce_input(value: AgentInput) -> list[Msg]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        if not value.strip():
-            raise ConfigError("the input is blank")
-        return [Msg.user(value)]
-    if isinstance(value, Msg):
-        value = [value]
-    msgs = list(value)
-    for msg in msgs:
-        if not isinstance(msg, Msg):
-            raise ConfigError(f"input must be text or Msg objects, not {type(msg).__name__}")
-        if msg.role == "system":
-            raise ConfigError("pass the system prompt as HarnessAgent(system_prompt=...)")
-    return msgs

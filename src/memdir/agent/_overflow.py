@@ -22,7 +22,12 @@ from memdir.models import ToolSpec
 from memdir.sessions import SessionLog
 from memdir.tokens import TokenCounter
 
-__all__ = ["MAX_RECOVERY_ATTEMPTS", "recover_from_overflow", "shrink_oversized"]
+__all__ = [
+    "MAX_RECOVERY_ATTEMPTS",
+    "recover_from_overflow",
+    "recover_or_explain",
+    "shrink_oversized",
+]
 
 logger = logging.getLogger("memdir.agent")
 
@@ -73,6 +78,51 @@ async def recover_from_overflow(
         elif result is None:
             return None
     return msgs
+
+
+async def recover_or_explain(
+    compactor: ConversationCompactor | None,
+    evictor: ToolResultEvictor,
+    history: Sequence[Msg],
+    *,
+    session_id: str,
+    system: str | None,
+    tools: Sequence[ToolSpec] | None,
+    attempt: int,
+    context_window: int | None,
+    error: BaseException,
+) -> list[Msg] | None:
+    """:func:`recover_from_overflow`, or ``None`` with a note on ``error`` saying why not."""
+    if compactor is None:
+        error.add_note(
+            "memdir: the conversation no longer fits the model's context window and "
+            "compaction is off; pass compaction=CompactionConfig() to HarnessAgent to "
+            "compact and retry automatically"
+        )
+        return None
+    if attempt > MAX_RECOVERY_ATTEMPTS:
+        error.add_note(
+            f"memdir: still too long after {MAX_RECOVERY_ATTEMPTS} forced compactions; "
+            "lower CompactionConfig.keep_messages / keep_tokens or use a model with a "
+            "larger context window"
+        )
+        return None
+    smaller = await recover_from_overflow(
+        compactor,
+        evictor,
+        history,
+        session_id=session_id,
+        system=system,
+        tools=tools,
+        attempt=attempt,
+        context_window=context_window,
+    )
+    if smaller is None:
+        error.add_note(
+            "memdir: forced compaction could not make the conversation smaller "
+            "(nothing left to summarise, and no single message is oversized)"
+        )
+    return smaller
 
 
 def shrink_oversized(

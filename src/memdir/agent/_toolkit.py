@@ -28,7 +28,7 @@ from memdir.messages import ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from memdir.models import ToolSpec
 from memdir.workspace import Workspace
 
-__all__ = ["Tool", "tool_from_function"]
+__all__ = ["Tool", "builtin_tools", "tool_from_function"]
 
 logger = logging.getLogger("memdir.agent")
 
@@ -356,3 +356,25 @@ def _json_type(hint: object, tool: str, param: str) -> dict[str, Any]:
         f"tool {tool}: parameter {param!r} has a type ({hint!r}) with no JSON form; "
         "use str, int, float, bool, list, dict, Literal or an Enum"
     )
+
+
+def builtin_tools(*, memory: bool, files: bool) -> list[Tool]:
+    """The memory tools (:mod:`memdir.tools`, same schemas as the MCP server) and file tools."""
+    from memdir.agent._file_tools import FILE_TOOLS
+    from memdir.tools import TOOL_DESCRIPTIONS, TOOL_FUNCTIONS, TOOL_SCHEMAS
+
+    out: list[Tool] = []
+    if memory:
+        for name, fn in TOOL_FUNCTIONS.items():
+            out.append(
+                tool_from_function(
+                    fn,
+                    name=name,
+                    description=TOOL_DESCRIPTIONS[name],
+                    parameters=TOOL_SCHEMAS[name],
+                    error_prefix="Error:",
+                )
+            )
+    if files:
+        out.extend(tool_from_function(fn) for fn in FILE_TOOLS)
+    return out
