@@ -8,10 +8,11 @@ import logging
 import os
 import socket
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
-from memdir.errors import ModelError
+from memdir.errors import ConfigError, ModelError
 from memdir.ledger import append_bullets
 from memdir.memory import MemoryConsolidator, read_consolidation_log
 from memdir.memory._lease import Lease
@@ -344,9 +345,23 @@ async def test_crash_between_memory_write_and_watermark_is_settled(ws: Workspace
     assert json.loads(ws.read_text(STATE))["pending"] is None
 
 
-def test_invalid_settings_are_rejected(ws: Workspace) -> None:
-    model = ScriptedModel([])
-    with pytest.raises(ValueError, match="max_drop_ratio"):
-        MemoryConsolidator(ws, model, max_drop_ratio=1.5)
-    with pytest.raises(ValueError, match="placeholders"):
-        MemoryConsolidator(ws, model, prompt="keep {budget} chars")
+@pytest.mark.parametrize(
+    ("kw", "name"),
+    [
+        ({"max_drop_ratio": 1.5}, "max_drop_ratio"),
+        ({"prompt": "keep {budget} chars"}, "placeholders"),
+        ({"max_memory_tokens": "4000"}, "max_memory_tokens"),
+        ({"history_versions": 0}, "history_versions"),
+        ({"timeout": None}, "timeout"),
+        ({"lease_ttl": 900}, "lease_ttl"),
+        ({"redactor": "mask"}, "redactor"),
+        ({"model": None}, "ChatModel"),
+    ],
+)
+def test_invalid_settings_are_one_line_config_errors(
+    ws: Workspace, kw: dict[str, Any], name: str
+) -> None:
+    args: dict[str, Any] = {"model": ScriptedModel([]), **kw}
+    with pytest.raises(ConfigError, match=name) as info:
+        MemoryConsolidator(ws, **args)
+    assert "\n" not in str(info.value)

@@ -6,12 +6,13 @@ import asyncio
 import json
 import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
-from memdir.errors import MemdirError, ModelError
+from memdir.errors import ConfigError, MemdirError, ModelError
 from memdir.memory import FlushResult, MemoryFlushManager
-from memdir.messages import SUMMARY_NAME, Msg, ToolUseBlock
+from memdir.messages import SUMMARY_NAME, MessageFormatError, Msg, ToolUseBlock
 from memdir.models import KNOWN_KEY, MESSAGES_KEY, TASK_KEY
 from memdir.testing import FunctionModel, ModelCall, ScriptedModel
 from memdir.workspace import Workspace
@@ -360,10 +361,47 @@ async def test_damaged_cursor_starts_again_safely(ws: Workspace) -> None:
     assert (await manager.flush_memories(conversation(2), session_id="s1")).written
 
 
-@pytest.mark.parametrize("bad", ["", "../x", "a/b", "x" * 129, "..", "sp ace"])
-async def test_bad_session_ids_are_refused(ws: Workspace, bad: str) -> None:
+@pytest.mark.parametrize("bad", ["", "../x", "a/b", "x" * 129, "..", "sp ace", ".hidden", None])
+async def test_bad_session_ids_are_refused(ws: Workspace, bad: Any) -> None:
+    # The same rule as the session log and the compactor: one id names all of a session.
     with pytest.raises(MemdirError, match="session id"):
         await MemoryFlushManager(ws, echo_model()).flush_memories([], session_id=bad)
+
+
+async def test_the_longest_valid_session_id_can_flush(ws: Workspace) -> None:
+    sid = "s" * 128
+    result = await MemoryFlushManager(ws, echo_model()).flush_memories(
+        conversation(2), session_id=sid
+    )
+    assert result.bullets == ("fact message 0",)
+
+
+@pytest.mark.parametrize("messages", [None, "hello", Msg.user("one"), [{"role": "user"}]])
+async def test_anything_but_a_list_of_messages_is_a_clear_error(
+    ws: Workspace, messages: Any
+) -> None:
+    with pytest.raises(MessageFormatError):
+        await MemoryFlushManager(ws, echo_model()).flush_memories(messages, session_id="s1")
+
+
+@pytest.mark.parametrize(
+    ("kw", "name"),
+    [
+        ({"model": None}, "ChatModel"),
+        ({"timeout": "60"}, "timeout"),
+        ({"lock_timeout": 0}, "lock_timeout"),
+        ({"max_input_chars": 10}, "max_input_chars"),
+        ({"prompt": "  "}, "prompt"),
+        ({"redactor": "mask"}, "redactor"),
+        ({"scheduler": object()}, "scheduler"),
+    ],
+)
+def test_invalid_settings_are_one_line_config_errors(
+    ws: Workspace, kw: dict[str, Any], name: str
+) -> None:
+    args: dict[str, Any] = {"model": echo_model(), **kw}
+    with pytest.raises(ConfigError, match=name):
+        MemoryFlushManager(ws, **args)
 
 
 async def test_only_system_messages_need_no_model_call(ws: Workspace) -> None:

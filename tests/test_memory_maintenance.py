@@ -266,6 +266,11 @@ def test_config_is_validated() -> None:
         MaintenanceConfig(daily_file_retention_days=0)
     with pytest.raises(ConfigError):
         MaintenanceConfig(consolidation_min_gap=timedelta(minutes=-1))
+    # Wrong types fail here, with the field's name, not later in the worker thread.
+    with pytest.raises(ConfigError, match="interval"):
+        MaintenanceConfig(interval=3600)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="session_retention_days"):
+        MaintenanceConfig(session_retention_days="180")  # type: ignore[arg-type]
     cfg = MaintenanceConfig()
     assert (cfg.interval, cfg.daily_file_retention_days, cfg.session_retention_days) == (
         timedelta(hours=6),

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,24 +26,12 @@ from memdir.memory._entries import parse_ledger_blocks
 from memdir.messages import Msg
 from memdir.workspace import MEMORY_DIR, Workspace
 
-__all__ = ["CURSOR_DIR", "FlushCursor", "validate_session_id"]
+__all__ = ["CURSOR_DIR", "FlushCursor"]
 
 log = logging.getLogger("memdir.memory")
 
 CURSOR_DIR = f"{MEMORY_DIR}/.flush_state"
-_SESSION_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _RECENT = 512
-
-
-def validate_session_id(session_id: str) -> str:
-    """Return ``session_id`` if it is 1-128 of ``[A-Za-z0-9._-]``; raise otherwise."""
-    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
-        raise MemdirError(
-            f"invalid session id {session_id!r}: use 1-128 characters from [A-Za-z0-9._-]"
-        )
-    if set(session_id) == {"."}:
-        raise MemdirError(f"invalid session id {session_id!r}: dots alone are not a name")
-    return session_id
 
 
 @dataclass(slots=True, kw_only=True)

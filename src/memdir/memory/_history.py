@@ -13,6 +13,7 @@ import json
 import logging
 from typing import Any
 
+from memdir.memory._checks import check_int
 from memdir.workspace import HISTORY_DIR, Workspace
 
 __all__ = ["LOG_REL", "read_log", "save_version", "write_log"]
@@ -46,9 +47,19 @@ def write_log(ws: Workspace, record: dict[str, Any]) -> None:
     ws.append_text(LOG_REL, json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
 
 
-def read_log(ws: Workspace, *, limit: int | None = None) -> list[dict[str, Any]]:
-    """Records of the consolidation log, oldest first; damaged lines are skipped."""
-    text = ws.read_text(LOG_REL)
+def read_log(ws: Workspace | str, *, limit: int | None = None) -> list[dict[str, Any]]:
+    """Records of the consolidation log, oldest first; damaged lines are skipped.
+
+    Args:
+        ws: the workspace (or its path).
+        limit: only the newest ``limit`` records (``None``: all).
+
+    Raises:
+        ConfigError: ``limit`` is not a positive integer or ``None``.
+    """
+    if limit is not None:
+        check_int("read_consolidation_log", "limit", limit, minimum=1)
+    text = Workspace.coerce(ws).read_text(LOG_REL)
     records: list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():

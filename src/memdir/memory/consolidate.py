@@ -26,8 +26,17 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from memdir.errors import ConfigError
 from memdir.memory._answer import describe_error
 from memdir.memory._budget import fit_budget, tidy
+from memdir.memory._checks import (
+    check_callable,
+    check_duration,
+    check_int,
+    check_model,
+    check_number,
+    check_text,
+)
 from memdir.memory._entries import EntryDiff, diff_entries, parse_bullets, strip_fence
 from memdir.memory._history import save_version, write_log
 from memdir.memory._lease import Lease
@@ -134,7 +143,7 @@ class MemoryConsolidator:
 
     def __init__(
         self,
-        workspace: Workspace,
+        workspace: Workspace | str,
         model: ChatModel,
         *,
         max_memory_tokens: int = 4000,
@@ -147,37 +156,33 @@ class MemoryConsolidator:
         max_input_chars: int = 48_000,
         lease_ttl: timedelta = timedelta(minutes=15),
     ) -> None:
-        if not isinstance(workspace, Workspace):
-            raise TypeError("workspace must be a memdir.Workspace")
-        if max_memory_tokens < 50:
-            raise ValueError("max_memory_tokens must be at least 50")
-        if not 0.0 <= max_drop_ratio <= 1.0:
-            raise ValueError("max_drop_ratio must be between 0 and 1")
-        if history_versions < 1:
-            raise ValueError("history_versions must be at least 1")
-        if timeout <= 0 or max_input_chars < 1_000:
-            raise ValueError("timeout must be positive and max_input_chars at least 1000")
-        template = prompt or DEFAULT_CONSOLIDATION_PROMPT
+        owner = "MemoryConsolidator"
+        check_int(owner, "max_memory_tokens", max_memory_tokens, minimum=50)
+        template = check_text(owner, "prompt", prompt) or DEFAULT_CONSOLIDATION_PROMPT
         try:
             self.prompt = template.format(
                 max_tokens=max_memory_tokens, max_chars=max_memory_tokens * _CHARS_PER_TOKEN
             )
         except (KeyError, IndexError, ValueError) as exc:
-            raise ValueError(
+            raise ConfigError(
                 "the consolidation prompt may only use the {max_tokens} and {max_chars} "
                 "placeholders (double other braces)"
             ) from exc
-        self.workspace = workspace
-        self.model = model
+        self.workspace = Workspace.coerce(workspace)
+        self.model = check_model(owner, model)
         self.max_memory_tokens = max_memory_tokens
         self.max_chars = max_memory_tokens * _CHARS_PER_TOKEN
-        self.max_drop_ratio = max_drop_ratio
-        self.history_versions = history_versions
-        self.index = index
-        self.redactor: Callable[[str], str] = redactor or Redactor()
-        self.timeout = timeout
-        self.max_input_chars = max_input_chars
-        self.lease_ttl = lease_ttl
+        self.max_drop_ratio = check_number(
+            owner, "max_drop_ratio", max_drop_ratio, low=0.0, high=1.0
+        )
+        self.history_versions = check_int(owner, "history_versions", history_versions, minimum=1)
+        self.index: MemoryIndex | None = check_callable(owner, "index", index, method="index_file")
+        self.redactor: Callable[[str], str] = (
+            check_callable(owner, "redactor", redactor) or Redactor()
+        )
+        self.timeout = check_number(owner, "timeout", timeout)
+        self.max_input_chars = check_int(owner, "max_input_chars", max_input_chars, minimum=1_000)
+        self.lease_ttl = check_duration(owner, "lease_ttl", lease_ttl)
 
     async def consolidate(self, *, dry_run: bool = False) -> ConsolidationResult:
         """Merge what the ledgers gained since the last run into ``MEMORY.md``.

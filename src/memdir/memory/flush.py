@@ -12,16 +12,25 @@ flush; the failure is logged (without memory text) and reported in the result.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol
 
+from memdir._msg import as_list
 from memdir._render import FLUSH_RENDER, render_transcript
 from memdir.ledger import append_bullets, normalize_bullet
 from memdir.memory._answer import describe_error, parse_flush_answer
-from memdir.memory._cursor import FlushCursor, validate_session_id
+from memdir.memory._checks import (
+    check_callable,
+    check_int,
+    check_model,
+    check_number,
+    check_text,
+)
+from memdir.memory._cursor import FlushCursor
 from memdir.memory._entries import parse_bullets
 from memdir.memory._locks import async_lock
 from memdir.memory._prompts import DEFAULT_FLUSH_PROMPT, flush_request
@@ -29,6 +38,7 @@ from memdir.memory._testpoint import pause_point
 from memdir.messages import SUMMARY_NAME, Msg
 from memdir.models import ChatModel
 from memdir.redact import Redactor
+from memdir.sessions import validate_session_id
 from memdir.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -39,6 +49,14 @@ __all__ = ["ConsolidationRequester", "FlushResult", "MemoryFlushManager"]
 log = logging.getLogger("memdir.memory")
 
 _HEADER = "Memory Flush"
+
+
+def _lock_name(session_id: str) -> str:
+    """The per-session lock (lock names are at most 100 characters; session ids 128)."""
+    name = f"flush-{session_id}"
+    if len(name) <= 100:
+        return name
+    return "flush-" + hashlib.sha256(session_id.encode()).hexdigest()[:40]
 
 
 def _extractable(msg: Msg) -> bool:
@@ -116,7 +134,7 @@ class MemoryFlushManager:
     """Extracts new facts from conversations into the daily ledger, exactly once.
 
     Args:
-        workspace: the workspace to write to.
+        workspace: the workspace to write to (or its path).
         model: the model that extracts facts (any :class:`~memdir.models.ChatModel`; the
             offline ``ExtractiveModel`` works too).
         index: a search index to update after each write (only the written file).
@@ -132,7 +150,7 @@ class MemoryFlushManager:
 
     def __init__(
         self,
-        workspace: Workspace,
+        workspace: Workspace | str,
         model: ChatModel,
         *,
         index: MemoryIndex | None = None,
@@ -144,22 +162,21 @@ class MemoryFlushManager:
         max_input_chars: int = 48_000,
         max_answer_chars: int = 32_000,
     ) -> None:
-        if not isinstance(workspace, Workspace):
-            raise TypeError("workspace must be a memdir.Workspace")
-        if prompt is not None and not prompt.strip():
-            raise ValueError("the flush prompt must not be blank")
-        if timeout <= 0 or lock_timeout <= 0 or max_input_chars < 1_000 or max_answer_chars < 100:
-            raise ValueError("timeouts must be positive and size limits reasonable")
-        self.workspace = workspace
-        self.model = model
-        self.index = index
-        self.scheduler = scheduler
-        self.prompt = prompt or DEFAULT_FLUSH_PROMPT
-        self.redactor: Callable[[str], str] = redactor or Redactor()
-        self.timeout = timeout
-        self.lock_timeout = lock_timeout
-        self.max_input_chars = max_input_chars
-        self.max_answer_chars = max_answer_chars
+        owner = "MemoryFlushManager"
+        self.workspace = Workspace.coerce(workspace)
+        self.model = check_model(owner, model)
+        self.index: MemoryIndex | None = check_callable(owner, "index", index, method="index_file")
+        self.scheduler: ConsolidationRequester | None = check_callable(
+            owner, "scheduler", scheduler, method="request_consolidation"
+        )
+        self.prompt = check_text(owner, "prompt", prompt) or DEFAULT_FLUSH_PROMPT
+        self.redactor: Callable[[str], str] = (
+            check_callable(owner, "redactor", redactor) or Redactor()
+        )
+        self.timeout = check_number(owner, "timeout", timeout)
+        self.lock_timeout = check_number(owner, "lock_timeout", lock_timeout)
+        self.max_input_chars = check_int(owner, "max_input_chars", max_input_chars, minimum=1_000)
+        self.max_answer_chars = check_int(owner, "max_answer_chars", max_answer_chars, minimum=100)
 
     def compaction_hook(self, session_id: str) -> Callable[[Sequence[Msg]], Awaitable[FlushResult]]:
         """An ``on_flush`` callback for the compactor: flushes the prefix it is about to compact.
@@ -179,14 +196,14 @@ class MemoryFlushManager:
         Pass the whole current context each time; already flushed messages are skipped.
 
         Raises:
-            MemdirError: the session id is invalid, or another flush of the session held
-                the lock for longer than ``lock_timeout``.
+            MemdirError: the session id is invalid, ``messages`` is not a list of
+                :class:`~memdir.messages.Msg`, or another flush of the session held the lock
+                for longer than ``lock_timeout``.
         """
         validate_session_id(session_id)
-        if any(not isinstance(m, Msg) for m in messages):
-            raise TypeError("flush_memories() takes a sequence of memdir.messages.Msg")
+        messages = as_list(messages, "flush_memories", of_msgs=True)
         acc = _Accumulator()
-        async with async_lock(self.workspace, f"flush-{session_id}", timeout=self.lock_timeout):
+        async with async_lock(self.workspace, _lock_name(session_id), timeout=self.lock_timeout):
             cursor = FlushCursor.load(self.workspace, session_id)
             self._recover(cursor)
             new = cursor.select_new(messages)

@@ -31,6 +31,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from memdir.errors import ConfigError
+from memdir.memory._checks import check_callable, check_duration, check_int
 from memdir.memory._lease import Lease
 from memdir.memory._retention import PruneReport, expire_ledgers, prune_old_files
 from memdir.memory.consolidate import ConsolidationResult, MemoryConsolidator
@@ -70,14 +71,13 @@ class MaintenanceConfig:
     startup_delay: timedelta = timedelta(seconds=30)
 
     def __post_init__(self) -> None:
-        if self.interval <= timedelta(0):
-            raise ConfigError("interval must be positive")
-        if self.daily_file_retention_days < 1 or self.session_retention_days < 1:
-            raise ConfigError("retention periods must be at least one day")
-        if self.consolidation_min_gap < timedelta(0) or self.startup_delay < timedelta(0):
-            raise ConfigError("consolidation_min_gap and startup_delay must not be negative")
-        if self.max_memory_tokens < 50:
-            raise ConfigError("max_memory_tokens must be at least 50")
+        owner = "MaintenanceConfig"
+        check_duration(owner, "interval", self.interval)
+        for name in ("consolidation_min_gap", "startup_delay"):
+            check_duration(owner, name, getattr(self, name), allow_zero=True)
+        for name in ("daily_file_retention_days", "session_retention_days"):
+            check_int(owner, name, getattr(self, name), minimum=1)
+        check_int(owner, "max_memory_tokens", self.max_memory_tokens, minimum=50)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,18 +123,24 @@ class MemoryMaintenanceScheduler:
 
     def __init__(
         self,
-        workspace: Workspace,
+        workspace: Workspace | str,
         consolidator: MemoryConsolidator,
         *,
         config: MaintenanceConfig | None = None,
         index: MemoryIndex | None = None,
     ) -> None:
-        if not isinstance(workspace, Workspace):
-            raise TypeError("workspace must be a memdir.Workspace")
-        self.workspace = workspace
+        owner = "MemoryMaintenanceScheduler"
+        if consolidator is None:
+            raise ConfigError(f"{owner} needs a MemoryConsolidator")
+        check_callable(owner, "consolidator", consolidator, method="consolidate")
+        if config is not None and not isinstance(config, MaintenanceConfig):
+            raise ConfigError(
+                f"{owner} config must be a MaintenanceConfig, not {type(config).__name__}"
+            )
+        self.workspace = Workspace.coerce(workspace)
         self.consolidator = consolidator
         self.config = config or MaintenanceConfig()
-        self.index = index
+        self.index: MemoryIndex | None = check_callable(owner, "index", index, method="refresh")
         self._requested = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
