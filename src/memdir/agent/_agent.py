@@ -327,8 +327,7 @@ class HarnessAgent:
         if self.scheduler is not None and not self.scheduler.running:
             self.scheduler.start()
         lock = self._locks.setdefault(sid, asyncio.Lock())
-        path = self.workspace.index_dir / "locks" / f"agent-session-{sid}.lock"
-        async with session_lock(lock, path, sid, timeout=self.lock_timeout):
+        async with session_lock(lock, self.workspace, sid, timeout=self.lock_timeout):
             history = self._history(sid)
             new: list[Msg] = []
             if inputs:

@@ -1,8 +1,8 @@
 """What the agent needs around its loop: session locks, background tasks, a loop for sync code.
 
-* :func:`session_lock` serialises calls on one session: an asyncio lock in the process and an
-  ``fcntl`` lock on ``.index/locks/agent-session-<id>.lock`` across processes (polled, so the
-  event loop never blocks; :class:`SessionBusyError` after the timeout).
+* :func:`session_lock` serialises calls on one session: an asyncio lock in the process and the
+  workspace lock ``agent-session-<id>`` across processes (polled, so the event loop never
+  blocks; :class:`SessionBusyError` after the timeout).
 * :class:`BackgroundTasks` tracks post-call work (memory flush) so it can be drained on close.
 * :class:`SyncRunner` runs coroutines for synchronous callers on a private event-loop thread,
   where background work can go on after a reply.
@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
+import hashlib
 import logging
-import os
 import threading
 from collections.abc import AsyncIterator, Coroutine, Sequence
-from pathlib import Path
 from typing import Any, TypeAlias, TypeVar
 
 from memdir.errors import ConfigError, MemdirError
+from memdir.memory._locks import async_lock
 from memdir.messages import Msg
+from memdir.workspace import Workspace
 
 __all__ = [
     "AgentInput",
@@ -38,7 +38,6 @@ _T = TypeVar("_T")
 
 AgentInput: TypeAlias = str | Msg | Sequence[Msg] | None
 """What a call takes: text, a message, several messages, or ``None`` (resume)."""
-_POLL_SECONDS = 0.05
 
 
 class SessionBusyError(MemdirError):
@@ -47,36 +46,21 @@ class SessionBusyError(MemdirError):
 
 @contextlib.asynccontextmanager
 async def session_lock(
-    local: asyncio.Lock, path: Path, session_id: str, *, timeout: float
+    local: asyncio.Lock, workspace: Workspace, session_id: str, *, timeout: float
 ) -> AsyncIterator[None]:
-    """Hold ``local`` and an exclusive ``flock`` on ``path`` (waiting up to ``timeout`` s)."""
-    async with local:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    """Hold ``local`` and the workspace lock of the session (waiting up to ``timeout`` s)."""
+    name = f"agent-session-{session_id}"
+    if len(name) > 100:
+        name = "agent-session-" + hashlib.sha256(session_id.encode()).hexdigest()[:40]
+    async with local, contextlib.AsyncExitStack() as stack:
         try:
-            await _flock(fd, session_id, timeout)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-
-
-async def _flock(fd: int, session_id: str, timeout: float) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if loop.time() >= deadline:
-                raise SessionBusyError(
-                    f"session {session_id!r} is in use by another process; wait for its call "
-                    "to finish or use another session_id"
-                ) from None
-            await asyncio.sleep(_POLL_SECONDS)
+            await stack.enter_async_context(async_lock(workspace, name, timeout=timeout))
+        except MemdirError as exc:
+            raise SessionBusyError(
+                f"session {session_id!r} is in use by another process; wait for its call "
+                "to finish or use another session_id"
+            ) from exc
+        yield
 
 
 class BackgroundTasks:
