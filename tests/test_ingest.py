@@ -308,9 +308,10 @@ async def test_a_failed_flush_is_retried_by_the_next_ingest(ws: Workspace) -> No
             raise ModelError("provider unavailable", status_code=503)
         return (await extractive.generate(call.messages, system=call.system)).message
 
-    first = await ingest([CHINESE], workspace=ws, model=FunctionModel(flaky))
+    first = await ingest([CHINESE], workspace=ws, model=FunctionModel(flaky), compaction=None)
     session = first.sessions[0]
     assert not session.bullets and session.warnings and session.logged == 9
+    assert session.compactions == 0
     assert not (ws.memory_dir / "2026-11-30.md").exists()
     second = await ingest([CHINESE], workspace=ws)
     retried = second.sessions[0]

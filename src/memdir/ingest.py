@@ -58,6 +58,7 @@ its own ``read_file`` (it pages), but a transcript's tools are someone else's: a
 read is just a 200 kB result."""
 
 _SUFFIXES = (".json", ".jsonl")
+_DEFAULT_COMPACTION = CompactionConfig()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -242,7 +243,7 @@ async def ingest(
     *,
     workspace: Workspace | str | os.PathLike[str] | None = None,
     model: ChatModel | None = None,
-    compaction: CompactionConfig | None = None,
+    compaction: CompactionConfig | None = _DEFAULT_COMPACTION,
     tool_result_eviction: ToolResultEvictionConfig | None = DEFAULT_INGEST_EVICTION,
     session_id: str | None = None,
     consolidate: bool = True,
@@ -259,7 +260,7 @@ async def ingest(
         model: writes summaries, extracts facts and consolidates; default the offline
             :class:`~memdir.models.ExtractiveModel`.
         compaction: triggers and tail size (default :class:`CompactionConfig`, as the agent);
-            ``None`` uses the default.
+            ``None`` turns compaction off (facts are still extracted, in chunks).
         tool_result_eviction: eviction settings; ``None`` turns eviction off.
         session_id: the session id for the transcripts (default: each file's own); when it
             is taken by another conversation, ``-2``, ``-3``... is appended.
@@ -291,7 +292,7 @@ async def ingest(
         name="ingest",
         model=model,
         workspace=replay_ws,
-        compaction=compaction or CompactionConfig(),
+        compaction=compaction,
         tool_result_eviction=tool_result_eviction,
         memory_flush=True,
         maintenance=None,
