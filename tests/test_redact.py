@@ -112,6 +112,19 @@ def test_bad_patterns_are_rejected_clearly() -> None:
         RedactionPattern(name="bad", regex="(a)", group=2)
     with pytest.raises(ConfigError, match="name"):
         RedactionPattern(name="has space", regex="a")
+    with pytest.raises(ConfigError, match="empty text"):
+        RedactionPattern(name="greedy", regex="x*")
+    with pytest.raises(ConfigError, match="regex must be a str"):
+        RedactionPattern(name="bad", regex=None)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="flags must be an int"):
+        RedactionPattern(name="bad", regex="a", flags="i")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="name"):
+        RedactionPattern(name=5, regex="a")  # type: ignore[arg-type]
+
+
+def test_redacting_a_non_string_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="takes a str"):
+        redact(None)  # type: ignore[arg-type]
 
 
 def test_default_pattern_names_are_unique_and_documented() -> None:

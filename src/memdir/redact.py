@@ -48,10 +48,21 @@ class RedactionPattern:
     compiled: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,40}", self.name):
+        if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,40}", self.name):
             raise ConfigError(
                 f"redaction pattern name {self.name!r} must be 1-40 of [A-Za-z0-9_.-]"
             )
+        expected: tuple[tuple[str, object, type, str], ...] = (
+            ("regex", self.regex, str, "a str"),
+            ("group", self.group, int, "an int"),
+            ("flags", self.flags, int, "an int"),
+        )
+        for field_name, value, wanted, what in expected:
+            if isinstance(value, bool) or not isinstance(value, wanted):
+                raise ConfigError(
+                    f"redaction pattern {self.name!r}: {field_name} must be {what}, "
+                    f"not {type(value).__name__}"
+                )
         try:
             compiled = re.compile(self.regex, self.flags)
         except re.error as exc:
@@ -63,6 +74,9 @@ class RedactionPattern:
                 f"redaction pattern {self.name!r} has no group {self.group} "
                 f"(it has {compiled.groups})"
             )
+        if compiled.search("") is not None:
+            # It would mask between every two characters, and again on every pass.
+            raise ConfigError(f"redaction pattern {self.name!r} must not match empty text")
         object.__setattr__(self, "compiled", compiled)
 
 
@@ -213,7 +227,7 @@ class Redactor:
 
     def _apply(self, text: str, counts: dict[str, int] | None) -> str:
         if not isinstance(text, str):
-            raise TypeError(f"redact() takes text, not {type(text).__name__}")
+            raise ConfigError(f"redact() takes a str, not {type(text).__name__}")
         lowered = _lowered(text)
         for pattern in self.patterns:
             gate = _GATES.get(pattern)
