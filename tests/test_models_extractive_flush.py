@@ -278,6 +278,16 @@ def test_consolidation_of_many_conversation_facts_keeps_the_newest_within_budget
     assert "I prefer oat milk" in text
 
 
+def test_a_full_file_of_old_preferences_still_takes_new_facts() -> None:
+    old = "\n".join(f"- Dev: I prefer tea blend number {n} in winter" for n in range(40))
+    current = f"# Memory\n\n## Preferences\n{old}\n"
+    budget = len(current) + 10
+    text = consolidate(current, ["Dev: I moved to Tromsø on 2026-11-02."], budget)
+    assert len(text) <= budget
+    assert "I moved to Tromsø" in text
+    assert "blend number 0 " not in text and "blend number 39 " in text  # the oldest made room
+
+
 # -- invariants ------------------------------------------------------------------------------
 
 pieces = st.sampled_from(

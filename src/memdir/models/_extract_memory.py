@@ -176,6 +176,7 @@ _ALIASES = {
     "Projects": ("project", "work", "deadline", "项目", "工作", "截止"),
     "Facts": ("fact", "notes", "misc", "other", "general", "事实", "其他", "笔记"),
 }
+_NEW_WEIGHT = 2
 _WEIGHT = {"Preferences": 3, "People": 3, "Decisions": 2, "Projects": 2, "Facts": 1}
 _IMPORTANT = re.compile(r"\b(?:important|always|never|must)\b|重要|务必|一定|永远|必须", re.I)
 _PROJECT = re.compile(
@@ -189,6 +190,7 @@ class _Item:
     text: str
     bullet: bool
     rank: int = 0
+    new: bool = False  # added, updated or said again by this consolidation's entries
 
 
 @dataclass(slots=True)
@@ -257,8 +259,11 @@ def consolidate(current: str, entries: Iterable[str], max_chars: int | None = No
 
     Bullets are deduplicated by normalised text; a new entry replaces a near-duplicate older
     one (newest wins); new entries are filed under Preferences / People / Decisions /
-    Projects / Facts. Prose the user wrote is kept. Over ``max_chars``, the least important,
-    oldest bullets are dropped first.
+    Projects / Facts. Prose the user wrote is kept. Over ``max_chars``, bullets are dropped
+    lowest priority first: the section's weight (Facts 1, Projects and Decisions 2,
+    Preferences and People 3), +1 when marked important ("always", 重要…), +2 when these
+    entries brought or restated it — so a full file still takes in new facts, and the
+    oldest go first within a priority.
     """
     doc = _parse(current)
     index: dict[str, _Item] = {}
@@ -279,15 +284,15 @@ def consolidate(current: str, entries: Iterable[str], max_chars: int | None = No
             continue
         rank += 1
         if key in index:
-            index[key].rank = rank
+            index[key].rank, index[key].new = rank, True
             continue
         similar = next((i for i in index.values() if near_duplicate(i.text, text)), None)
         if similar is not None:
             del index[normalize_bullet(similar.text)]
-            similar.text, similar.rank = text, rank
+            similar.text, similar.rank, similar.new = text, rank, True
             index[key] = similar
             continue
-        item = _Item(text, bullet=True, rank=rank)
+        item = _Item(text, bullet=True, rank=rank, new=True)
         doc.sections.setdefault(_classify(text), []).append(item)
         index[key] = item
     rendered = _render(doc)
@@ -297,10 +302,14 @@ def consolidate(current: str, entries: Iterable[str], max_chars: int | None = No
 
 
 def _fit(doc: _Doc, max_chars: int) -> str:
+    # Lowest priority goes first: section weight, +1 for "important", +2 for what this
+    # consolidation brought, so that new facts can enter a full file; oldest first on ties.
     victims = sorted(
         ((name, item) for name, items in doc.sections.items() for item in items if item.bullet),
         key=lambda pair: (
-            _WEIGHT.get(pair[0], 2) + (1 if _IMPORTANT.search(pair[1].text) else 0),
+            _WEIGHT.get(pair[0], 2)
+            + (1 if _IMPORTANT.search(pair[1].text) else 0)
+            + (_NEW_WEIGHT if pair[1].new else 0),
             pair[1].rank,
         ),
     )
