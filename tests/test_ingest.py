@@ -175,47 +175,24 @@ async def test_a_200_kb_tool_result_is_evicted(ws: Workspace, tmp_path: Path) ->
     assert files[0].name in result.text and tail in result.text
 
 
-async def test_anthropic_request(ws: Workspace, tmp_path: Path) -> None:
+def _anthropic_source(tmp_path: Path) -> Path:
     source = tmp_path / "deploy.anthropic.json"
-    source.write_text(
-        json.dumps(
-            {
-                "system": "You are a release assistant.",
-                "messages": [
-                    {"role": "user", "content": "Remember that releases go out on Tuesdays."},
-                    {
-                        "role": "assistant",
-                        "content": [
-                            {"type": "text", "text": "Checking the calendar."},
-                            {"type": "tool_use", "id": "tu_1", "name": "calendar", "input": {}},
-                        ],
-                    },
-                    {
-                        "role": "user",
-                        "content": [
-                            {"type": "tool_result", "tool_use_id": "tu_1", "content": "Tue free"}
-                        ],
-                    },
-                    {"role": "assistant", "content": [{"type": "text", "text": "Tuesday it is."}]},
-                ],
-            }
-        ),
-        encoding="utf-8",
-    )
-    report = await ingest([source], workspace=ws)
-    session = report.sessions[0]
-    assert (session.format, session.session_id) == ("anthropic", "deploy")
-    assert any("Tuesdays" in b for b in session.bullets)
-    assert [m.role for m in _logged(ws, "deploy")] == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-    ]
+    calendar = {"type": "tool_use", "id": "tu_1", "name": "calendar", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "tu_1", "content": "Tue free"}
+    request = {
+        "system": "You are a release assistant.",
+        "messages": [
+            {"role": "user", "content": "Remember that releases go out on Tuesdays."},
+            {"role": "assistant", "content": [{"type": "text", "text": "Checking."}, calendar]},
+            {"role": "user", "content": [result]},
+            {"role": "assistant", "content": [{"type": "text", "text": "Tuesday it is."}]},
+        ],
+    }
+    source.write_text(json.dumps(request), encoding="utf-8")
+    return source
 
 
-async def test_memdir_log_keeps_message_times(ws: Workspace, tmp_path: Path) -> None:
+def _memdir_source(tmp_path: Path) -> Path:
     start = datetime(2026, 10, 3, 8, 30, tzinfo=UTC)
     msgs = [
         Msg(role="user", content="I prefer short standups, 10 minutes at most.", created_at=start),
@@ -223,10 +200,54 @@ async def test_memdir_log_keeps_message_times(ws: Workspace, tmp_path: Path) -> 
     ]
     source = tmp_path / "standup.log.jsonl"
     source.write_text("\n".join(json.dumps(m.to_dict()) for m in msgs) + "\n", encoding="utf-8")
+    return source
+
+
+# format -> (source, ledger the fact goes to, a word of the fact)
+FORMATS = {
+    "openai": lambda tmp: (BILLING, "memory/2026-11-30.md", "pytest"),
+    "openai-chinese": lambda tmp: (CHINESE, "memory/2026-11-30.md", "林晓雯"),
+    "claude-code": lambda tmp: (CLAUDE, "memory/2026-11-26.md", "Wang Lei"),
+    "anthropic": lambda tmp: (_anthropic_source(tmp), "memory/2026-11-30.md", "Tuesdays"),
+    "memdir": lambda tmp: (_memdir_source(tmp), "memory/2026-10-03.md", "standups"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FORMATS))
+async def test_every_format_end_to_end(ws: Workspace, tmp_path: Path, kind: str) -> None:
+    source, ledger, word = FORMATS[kind](tmp_path)
+    report = await ingest([source], workspace=ws)
+    session = report.sessions[0]
+    # The fact is in the ledger of its day, in MEMORY.md, and found by search.
+    assert ledger in session.ledgers and word in ws.read_text(ledger)
+    assert word in ws.read_text("MEMORY.md")
+    assert any(word in hit for hit in _search(ws, word))
+    # The session log holds every message of the transcript once, in order.
+    logged = _logged(ws, session.session_id)
+    original = load_transcript(source).messages
+    assert [m.role for m in logged] == [m.role for m in original]
+    assert len({m.id for m in logged}) == len(original) == session.logged
+    # Once is enough.
+    again = (await ingest([source], workspace=ws)).sessions[0]
+    assert again.already_ingested and not again.bullets and again.logged == 0
+
+
+async def test_anthropic_request(ws: Workspace, tmp_path: Path) -> None:
+    report = await ingest([_anthropic_source(tmp_path)], workspace=ws)
+    session = report.sessions[0]
+    assert (session.format, session.session_id) == ("anthropic", "deploy")
+    roles = [m.role for m in _logged(ws, "deploy")]
+    assert roles == ["system", "user", "assistant", "tool", "assistant"]
+    assert _logged(ws, "deploy")[3].tool_results[0].name == "calendar"
+
+
+async def test_memdir_log_keeps_message_times_and_ids(ws: Workspace, tmp_path: Path) -> None:
+    source = _memdir_source(tmp_path)
     report = await ingest([source], workspace=ws)
     assert report.sessions[0].ledgers == ("memory/2026-10-03.md",)
-    assert "standups" in ws.read_text("memory/2026-10-03.md")
-    assert [m.id for m in _logged(ws, "standup")] == [m.id for m in msgs]
+    assert "## Memory Flush — 2026-10-03T08:30:20Z" in ws.read_text("memory/2026-10-03.md")
+    ids = [m.id for m in load_transcript(source).messages]
+    assert [m.id for m in _logged(ws, "standup")] == ids
 
 
 async def test_ingesting_again_writes_nothing_new(ws: Workspace, tmp_path: Path) -> None:
