@@ -236,6 +236,25 @@ def test_overdue_tick_runs_the_full_pass(ws: Workspace, clock: FixedClock) -> No
     assert datetime.fromisoformat(state["last_tick_at"]) == clock.instant
 
 
+@pytest.mark.parametrize("recorded", ["ahead", "naive"])
+def test_a_time_recorded_in_the_future_does_not_stall_maintenance(
+    ws: Workspace, clock: FixedClock, recorded: str
+) -> None:
+    # Another host's clock ran a year ahead (or this one was set back): the recorded times
+    # are in the future. Waiting for them would stop maintenance for a year. A time without
+    # a zone (edited by hand) used to kill the worker thread with a TypeError.
+    ahead = clock.instant + timedelta(days=365)
+    if recorded == "naive":
+        ahead = clock.instant.replace(tzinfo=None) - timedelta(minutes=1)
+    write_state(ws, last_tick_at=ahead, last_consolidation_at=ahead)
+    fake = FakeConsolidator()
+    config = MaintenanceConfig(startup_delay=timedelta(0))
+    with MemoryMaintenanceScheduler(ws, fake, config=config):  # type: ignore[arg-type]
+        assert wait_for(lambda: fake.calls == 1)
+    state = json.loads((ws.memory_dir / ".maintenance.json").read_text())
+    assert datetime.fromisoformat(state["last_tick_at"]) == clock.instant
+
+
 def test_request_never_blocks_and_stop_drains(ws: Workspace, clock: FixedClock) -> None:
     write_state(ws, last_tick_at=clock.instant)
     slow = FakeConsolidator(hold=0.5)

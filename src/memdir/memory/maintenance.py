@@ -317,8 +317,9 @@ class MemoryMaintenanceScheduler:
                 last = datetime.fromisoformat(raw) if isinstance(raw, str) else None
             except ValueError:
                 last = None
-            if last is not None and now - last < gap:
-                return gap - (now - last)
+            elapsed = _elapsed(last, now)
+            if elapsed is not None and elapsed < gap:
+                return gap - elapsed
             data[key] = now.isoformat()
             self.workspace.write_text(STATE_REL, json.dumps(data, sort_keys=True) + "\n")
             return timedelta(0)
@@ -360,14 +361,14 @@ class MemoryMaintenanceScheduler:
         cfg = self.config
         now = self.workspace.utc_now()
         waits = [_MAX_SLEEP]
-        last_tick = self._last("last_tick_at")
-        tick_due = (last_tick + cfg.interval - now) if last_tick else timedelta(0)
+        since_tick = _elapsed(self._last("last_tick_at"), now)
+        tick_due = cfg.interval - since_tick if since_tick is not None else timedelta(0)
         if startup:
             tick_due = max(tick_due, cfg.startup_delay)
         waits.append(tick_due.total_seconds())
         if self._requested.is_set():
-            last = self._last("last_consolidation_at")
-            due = (last + cfg.consolidation_min_gap - now) if last else timedelta(0)
+            since = _elapsed(self._last("last_consolidation_at"), now)
+            due = cfg.consolidation_min_gap - since if since is not None else timedelta(0)
             waits.append(due.total_seconds())
         return max(0.0, min(waits))
 
@@ -408,6 +409,14 @@ _RETRY = frozenset(
         "memory_changed",
     }
 )
+
+
+def _elapsed(last: datetime | None, now: datetime) -> timedelta | None:
+    """Time since ``last``; ``None`` when unknown, or when ``last`` is in the future (a clock
+    that ran ahead, here or on another host, must not postpone maintenance until then)."""
+    if last is None or last.tzinfo is None or last > now:
+        return None
+    return now - last
 
 
 def _failure(step: str, exc: Exception) -> str:
