@@ -112,6 +112,21 @@ async def test_a_clock_running_ahead_does_not_hide_later_messages(ws: Workspace)
     assert ledger_bullets(ws) == ["fact message 0", "fact message 2"]
 
 
+async def test_one_huge_message_does_not_make_a_request_no_model_can_take(
+    ws: Workspace,
+) -> None:
+    # A pasted 2 MB log would be sent whole on every flush, fail the same way every time, and
+    # keep every later message of the session from memory.
+    model = ScriptedModel(["- The deploy log of 2026-11-30 ends with OOM"])
+    huge = Msg.user("here is the log:\n" + "line of the deploy log\n" * 100_000 + "OOM at the end")
+    manager = MemoryFlushManager(ws, model, max_input_chars=20_000)
+    result = await manager.flush_memories([huge], session_id="s1")
+    assert result.written
+    sent = model.calls[0].last_user_text
+    assert len(sent) < 30_000
+    assert "here is the log" in sent and "OOM at the end" in sent  # head and tail kept
+
+
 async def test_flush_plugs_into_the_compactor_hook_signature(ws: Workspace) -> None:
     manager = MemoryFlushManager(ws, echo_model())
     hook = manager.flush_memories

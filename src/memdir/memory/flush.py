@@ -12,6 +12,7 @@ flush; the failure is logged (without memory text) and reported in the result.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -176,6 +177,9 @@ class MemoryFlushManager:
         self.timeout = check_number(owner, "timeout", timeout)
         self.lock_timeout = check_number(owner, "lock_timeout", lock_timeout)
         self.max_input_chars = check_int(owner, "max_input_chars", max_input_chars, minimum=1_000)
+        # One message larger than a whole chunk is sent as its head and tail: whole, it would
+        # fail the same way on every flush and hold back every later message of the session.
+        self._render = dataclasses.replace(FLUSH_RENDER, text=max(1_000, max_input_chars * 3 // 4))
         self.max_answer_chars = check_int(owner, "max_answer_chars", max_answer_chars, minimum=100)
 
     def compaction_hook(self, session_id: str) -> Callable[[Sequence[Msg]], Awaitable[FlushResult]]:
@@ -245,7 +249,7 @@ class MemoryFlushManager:
         chunks: list[list[Msg]] = [[]]
         size = 0
         for msg in messages:
-            cost = len(render_transcript([msg], FLUSH_RENDER))
+            cost = len(render_transcript([msg], self._render))
             if chunks[-1] and size + cost > self.max_input_chars:
                 chunks.append([])
                 size = 0
@@ -258,7 +262,7 @@ class MemoryFlushManager:
     ) -> str | None:
         ws = self.workspace
         useful = [m for m in chunk if _extractable(m)]
-        transcript = render_transcript(useful, FLUSH_RENDER)
+        transcript = render_transcript(useful, self._render)
         if not transcript.strip():
             self._advance(cursor, chunk, acc)
             return None
