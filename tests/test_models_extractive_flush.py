@@ -189,6 +189,7 @@ async def test_a_long_message_gives_its_best_few_facts() -> None:
         "My brother lives in Glasgow with his two kids.",
         "We're planning to visit Kyoto in April.",
         "Our dog is named Pepper.",
+        "I swim at the lido twice a week.",
         "我下个月要去成都出差。",
         "我女儿今年上小学一年级了。",
     ],

@@ -108,6 +108,17 @@ _EVENT = re.compile(
     + r")\b",
     re.IGNORECASE,
 )
+_OTHERS_EVENT = re.compile(
+    r"\b(?:he|she|they)\s+(?:(?:just|finally|recently|also|actually|already|have|has|had)\s+)?"
+    r"(?:\w+ed|" + _IRREGULAR + r")\b",
+    re.IGNORECASE,
+)
+# Habits are durable: "I swim twice a week", "we usually cook on Sundays".
+_HABIT = re.compile(
+    r"\b(?:usually|often|always|regularly|normally|daily|weekly|every (?:day|week|month|year|"
+    r"morning|evening|night|weekend)|(?:once|twice|\w+ times) a (?:day|week|month|year)|a lot)\b",
+    re.IGNORECASE,
+)
 _ACTIVITY = re.compile(
     r"\b(?:i['’]m|i am|we['’]re|we are)\s+(?:\w+\s+)?(?!going\b)\w{3,}ing\b", re.IGNORECASE
 )
@@ -269,7 +280,14 @@ def _latin_signals(sentence: str, strong: bool, addressees: frozenset[str]) -> f
         score += 1.0
     if _PLAN.search(sentence):
         score += 1.5 if subject else 0.5
+    # The speaker's habits, and what happened to other people, last too.
+    if subject and _HABIT.search(sentence):
+        score += 1.5
+    elif not subject and _OTHERS_EVENT.search(sentence):
+        score += 1.0
     score += 1.0 if len(content) >= 8 else 0.5 if len(content) >= 5 else 0.0
+    if (subject or _FP_OTHER.search(sentence)) and len(content) >= 6:
+        score += 0.5
     if _OPENER.match(sentence) and not subject:
         score -= 1.5
     return score
