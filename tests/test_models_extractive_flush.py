@@ -192,6 +192,9 @@ async def test_a_long_message_gives_its_best_few_facts() -> None:
         "I swim at the lido twice a week.",
         "我下个月要去成都出差。",
         "我女儿今年上小学一年级了。",
+        "我一般周末会去游泳。",
+        "我最近在学做粤菜。",
+        "我们家领养了两只小猫。",
     ],
 )
 def test_facts_reach_the_bar(sentence: str) -> None:
@@ -210,6 +213,14 @@ def test_facts_reach_the_bar(sentence: str) -> None:
         "好的，没问题。",
         "哈哈哈",
         "你吃饭了吗",
+        "好的，谢谢你的建议，我回头试试。",
+        "我现在心情好多了。",
+        "今天我有个问题想请教你。",
+        "你有空一定要来杭州玩玩。",
+        "I have a quick question to ask you today.",
+        "I think that movie was really good.",
+        "Could you help me rewrite this paragraph?",
+        "Please fix the failing test in the parser module.",
     ],
 )
 def test_chatter_stays_below_the_bar(sentence: str) -> None:

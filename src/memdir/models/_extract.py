@@ -129,7 +129,7 @@ _CUES: list[tuple[str, re.Pattern[str]]] = [
         "rule",
         re.compile(
             r"\b(?:always|never) (?:use|do|run|call|send|write|deploy|push|commit|put|add)\b"
-            r"|必须|务必|一定要|总是|永远不|从不",
+            r"|必须|务必|永远不|从不",
             re.IGNORECASE,
         ),
     ),
@@ -137,7 +137,7 @@ _CUES: list[tuple[str, re.Pattern[str]]] = [
         "commitment",
         re.compile(
             r"\b(?:i|we) (?:will|'ll|promise|must|need to|have to)\b|\bi'll\b|\bwe'll\b"
-            r"|承诺|答应|不要|不能",
+            r"|承诺|答应|不要|不能|一定要",
             re.IGNORECASE,
         ),
     ),

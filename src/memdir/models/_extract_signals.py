@@ -137,8 +137,9 @@ _RELATION = re.compile(
     r"neighbou?rs?|colleagues?|co-?workers?|boss|manager|team|mentor|teacher|students?|"
     r"doctor|therapist|dogs?|cats?|pupp(?:y|ies)|kittens?|pets?|horse|car|house|home|job)\b"
     r"|(?:我|我们|他|她|咱们)的?(?:妈妈|母亲|爸爸|父亲|父母|妹妹|姐姐|哥哥|弟弟|老婆|老公|妻子|丈夫|"
-    r"儿子|女儿|孩子|宝宝|男朋友|女朋友|对象|朋友|同事|老板|领导|室友|邻居|老师|同学|奶奶|爷爷|"
-    r"外婆|外公|姥姥|姥爷|家人|狗|猫|宠物)",
+    r"儿子|女儿|孩子|宝宝|男朋友|女朋友|对象|朋友|同事|老板|上司|下属|领导|室友|邻居|老师|同学|"
+    r"奶奶|爷爷|外婆|外公|姥姥|姥爷|叔叔|阿姨|舅舅|舅妈|姑姑|姑父|伯伯|婶婶|表哥|表姐|表弟|表妹|"
+    r"堂哥|堂姐|堂弟|堂妹|侄子|侄女|外甥|外甥女|孙子|孙女|家人|狗|猫|宠物)",
     re.IGNORECASE,
 )
 _NAMING = re.compile(
@@ -147,7 +148,7 @@ _NAMING = re.compile(
 )
 _POSSESSION = re.compile(
     r"\b(?:i|we)\s+(?:have|own|got|bought|adopted|rescued|inherited)\b|\bmy new\b"
-    r"|我(?:们)?(?:有|买了|养了|收养了|领养了)",
+    r"|我(?:们)?(?:家)?(?:买了|养了|收养了|领养了|租了)",
     re.IGNORECASE,
 )
 _MONTHS = (
@@ -156,7 +157,9 @@ _MONTHS = (
 )
 _DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|weekends"
 _TIME = re.compile(
-    r"\b(?:" + _DAYS + r")\b|\b(?:19|20)\d\d\b|\b\d{1,2}(?::\d\d)?\s?(?:am|pm)\b"
+    # Digits next to CJK characters have no word boundary: (?<!\d) instead of \b.
+    r"\b(?:" + _DAYS + r")\b|(?<![\d.])(?:19|20)\d\d(?![\d.])|\b\d{1,2}(?::\d\d)?\s?(?:am|pm)\b"
+    r"|(?<!\d)\d{1,2}:\d\d(?!\d)"
     r"|\b(?:ago|since|until|every (?:day|week|month|year|morning|evening|night|weekend)|"
     r"(?:last|this|next) (?:summer|spring|fall|autumn|winter))\b"
     r"|\d+\s*(?:月|日|号|点|年)|[一二三四五六七八九十]+(?:月|号|点钟)|(?:周|星期|礼拜)[一二三四五六日天]"
@@ -167,15 +170,50 @@ _MONTH = re.compile(r"\b(?:" + _MONTHS + r")\b")  # case-sensitive: "may" the ve
 _NUMBER_WORD = re.compile(
     r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|fifty|"
     r"hundred|thousand|million|dozen|couple|first|third|fourth|fifth)\b"
-    r"|[一二两三四五六七八九十百千万]+(?:个|只|条|本|次|年|天|岁|公里|块|元|斤|米|小时|分钟|人|家|件|"
-    r"张|套|台|辆|周|个月)",
+    # 一个, 一只 are mostly "a": a Chinese number word counts from two on.
+    r"|(?:[两三四五六七八九十百千万]|一[十百千万])[一二两三四五六七八九十百千万]*"
+    r"(?:个|只|条|本|次|年|天|岁|公里|块|元|斤|米|小时|分钟|人|家|件|张|套|台|辆|周|个月)",
     re.IGNORECASE,
 )
-_CJK_FP = re.compile(r"我|咱们|俺|私|僕|わたし|저는|나는|제가|내가|저희|우리")
-_CJK_EVENT = re.compile(r"(?:我|我们|咱们).{0,12}?[了过]")
+# 我 as the subject, not the object of 给我 / 让我 / 跟我…; Japanese and Korean pronouns.
+_CJK_FP = re.compile(
+    r"(?<![给让对跟和把被帮叫找陪带请教诉使])(?:我|咱们|俺)|私|僕|わたし|저는|나는|제가|내가|저희|우리"
+)
+_CJK_OBJECT_FP = re.compile(r"我")
+_CJK_HABIT = re.compile(r"总是|经常|常常|每天|每周|每个月|每年|一般|通常|平时|往往")
+_CJK_ACTIVITY = re.compile(r"正在|最近在|一直在|在学|开始学|学做")
+# 了 as an aspect marker, followed by what was done ("我去了公园", "我们买了车"), or 过; a
+# sentence-final 了 is usually mood ("好多了", "太好了") unless the verb is a life event.
+_CJK_EVENT = re.compile(
+    r"(?:我|我们|咱们)[^，,。！？!?]{0,12}?(?:了(?=[\u4e00-\u9fff]{2})|过)"
+    r"|(?:结婚|毕业|怀孕|退休|搬家|分手|离婚|生病|住院|出院|升职|辞职|入职|出生)了"
+)
+# Requests to the assistant and opinions are not facts about anyone.
+_REQUEST = re.compile(
+    r"\b(?:can|could|would|will) you\b|\bhelp me\b|\blet me know\b"
+    r"|\bplease\b(?! (?:remember|note|keep in mind|don'?t forget))"
+    r"|\bi (?:want|need) you to\b|\b(?:ask|tell|show) you\b|\bquestion for you\b"
+    r"|请教|请问|问你|帮我|帮忙|告诉我|给我推荐|推荐一下|你觉得|你能|你可以",
+    re.IGNORECASE,
+)
+_OPINION = re.compile(
+    r"\bi (?:think|guess|feel like|believe|suppose)\b|我觉得|我认为|我感觉|我想我|我猜",
+    re.IGNORECASE,
+)
+_CJK_OPENER = re.compile(
+    r"^(?:好的|好吧|嗯|哈+|谢谢|感谢|不用谢|不客气|嗨|你好|您好|是的|没错|对[啊呀的]?|哇|当然)"
+)
 _CJK_PLAN = re.compile(r"打算|计划|准备|想要|要去|将要|会去|下次|预定|报名")
 _CJK_NAME = re.compile(r"(?:叫|名叫|名字是|姓)(?:[\u4e00-\u9fff]{1,4}|[A-Za-z][\w-]+)")
-_CJK_PLACE = re.compile(r"(?:去了?|到了?|在|住在|搬到|来自|回到)[\u4e00-\u9fff]{2,}")
+# Chinese has no capitals: names of places, organisations and events end in a telling
+# word (深圳市, 复旦大学, 招商银行, 金融论坛), titles stand in 《》 or 「」.
+_CJK_ENTITY = re.compile(
+    r"[\u4e00-\u9fff]{2,}(?:省|市|县|区|镇|村|路|街|大学|学院|中学|小学|学校|公司|集团|医院|银行|"
+    r"论坛|大会|峰会|研讨会|博览会|展览|音乐节|文化节|公园|博物馆|图书馆|体育馆|车站|机场|酒店|餐厅)"
+    r"|《[^》]{1,30}》|「[^」]{1,30}」"
+)
+# An attribute and its value: "论坛的地点是上海", "我女儿的生日是…".
+_CJK_ATTRIBUTE = re.compile(r"的[\u4e00-\u9fff]{1,6}(?:是|为|在)")
 _LATIN_NAME = re.compile(r"[A-Z][\w'’&.-]*")
 _VOCATIVE_BEFORE = re.compile(r"(?:^|[,，]\s*)$")
 _GREETING_BEFORE = re.compile(r"\b(?:hi|hey|hello|thanks|thank you|bye|dear|yo)[,\s]+$", re.I)
@@ -290,7 +328,12 @@ def _latin_signals(sentence: str, strong: bool, addressees: frozenset[str]) -> f
         score += 0.5
     if _OPENER.match(sentence) and not subject:
         score -= 1.5
-    return score
+    return score - _talk_penalty(sentence)
+
+
+def _talk_penalty(sentence: str) -> float:
+    """Requests ("can you…", 帮我…) and opinions ("I think…", 我觉得…) are talk, not facts."""
+    return (2.0 if _REQUEST.search(sentence) else 0.0) + (1.0 if _OPINION.search(sentence) else 0.0)
 
 
 def _cjk_signals(sentence: str, strong: bool, addressees: frozenset[str]) -> float | None:
@@ -301,13 +344,23 @@ def _cjk_signals(sentence: str, strong: bool, addressees: frozenset[str]) -> flo
     first_person = _CJK_FP.search(sentence) is not None
     if first_person:
         score += 1.5
+    elif _CJK_OBJECT_FP.search(sentence):
+        score += 0.75
+    elif "你" in sentence:
+        score -= 1.0  # about the listener: advice and compliments
+    if first_person and _CJK_HABIT.search(sentence):
+        score += 1.5
+    elif first_person and _CJK_ACTIVITY.search(sentence):
+        score += 1.0
     if _CJK_EVENT.search(sentence):
         score += 1.5
     if _CJK_PLAN.search(sentence):
         score += 1.5 if first_person else 0.5
-    if _CJK_NAME.search(sentence):
+    if _CJK_NAME.search(sentence) or _CJK_ENTITY.search(sentence):
         score += 1.5
-    if first_person and _CJK_PLACE.search(sentence):
+    if _CJK_ATTRIBUTE.search(sentence):
         score += 1.0
-    score += 1.0 if len(rest) >= 16 else 0.5 if len(rest) >= 9 else 0.0
-    return score
+    score += 1.0 if len(rest) >= 14 else 0.5 if len(rest) >= 7 else 0.0
+    if _CJK_OPENER.match(sentence):
+        score -= 1.5
+    return score - _talk_penalty(sentence)
