@@ -24,7 +24,7 @@ from memdir.agent import (
     SessionBusyError,
 )
 from memdir.compaction import CompactionConfig
-from memdir.errors import ContextOverflowError
+from memdir.errors import ConfigError, ContextOverflowError
 from memdir.memory import MaintenanceConfig
 from memdir.messages import SUMMARY_NAME, Msg, ToolUseBlock
 from memdir.sessions import SessionLog
@@ -142,6 +142,77 @@ async def test_crossing_the_threshold_compacts_after_flush_and_offload(ws: Works
     assert any(m.text == "My favourite colour is teal." for m in logged)
     assert ws.read_text(ws.ledger_rel()).count("teal") == 1  # flushed exactly once
     await agent.close()
+
+
+async def test_compact_now_flushes_offloads_and_persists_the_compacted_history(
+    ws: Workspace,
+) -> None:
+    order: list[str] = []
+
+    def model_fn(call: ModelCall) -> str:
+        if call.task in ("flush", "summarize"):
+            order.append(call.task)
+            return FACT if call.task == "flush" else SUMMARY
+        return f"noted: {call.last_user_text}"
+
+    # Triggers far away: nothing compacts during the calls.
+    config = CompactionConfig(trigger_messages=1_000, keep_messages=20)
+    agent = _agent(ws, FunctionModel(model_fn), compaction=config, memory_flush=True)
+    for text in ("My favourite colour is teal.", "We fly on Monday.", "Book a window seat."):
+        await agent.call(text)
+    await agent.drain()
+    order.clear()
+
+    assert await agent.compact(force=False) is None  # no trigger fires
+    result = await agent.compact(keep_messages=0)
+
+    assert result is not None and result.reason == "forced"
+    assert order == ["summarize"]  # everything was already flushed: no second flush call
+    history = agent.history()
+    assert history == result.messages
+    # The summary, then the latest request (always kept verbatim).
+    assert [(m.name, m.text) for m in history[1:]] == [(None, "Book a window seat.")]
+    assert history[0].name == SUMMARY_NAME
+    logged = [m.text for m in SessionLog(ws, "default").messages()]
+    assert "My favourite colour is teal." in logged and "We fly on Monday." in logged
+    assert ws.read_text(ws.ledger_rel()).count("teal") == 1
+    # A new agent on the workspace continues from the compacted conversation.
+    assert _agent(ws, FunctionModel(model_fn), compaction=config).history() == history
+    await agent.close()
+
+
+async def test_compact_waits_for_a_call_on_the_session_and_needs_compaction_on(
+    ws: Workspace,
+) -> None:
+    release = asyncio.Event()
+
+    async def model_fn(call: ModelCall) -> str:
+        if call.task == "summarize":
+            return SUMMARY
+        if call.last_user_text == "slow":
+            await release.wait()
+        return f"noted: {call.last_user_text}"
+
+    config = CompactionConfig(trigger_messages=1_000, keep_messages=20)
+    agent = _agent(ws, FunctionModel(model_fn), compaction=config)
+    for text in ("one", "two"):
+        await agent.call(text)
+    call = asyncio.create_task(agent.call("slow"))
+    await asyncio.sleep(0)
+    compact = asyncio.create_task(agent.compact(keep_messages=0))
+    await asyncio.sleep(0.01)
+    assert not compact.done()  # held back by the running call
+    release.set()
+    await call
+    result = await compact
+    assert result is not None
+    # The compaction saw the finished call: its reply was offloaded with the rest.
+    assert agent.history()[-1].text == "slow"
+    logged = {m.text for m in SessionLog(ws, "default").messages()}
+    assert {"noted: two", "noted: slow"} <= logged
+
+    with pytest.raises(ConfigError, match="compaction is off"):
+        await _agent(ws, FunctionModel(model_fn), compaction=None).compact()
 
 
 # -- overflow recovery --------------------------------------------------------------------

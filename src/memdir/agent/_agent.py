@@ -52,7 +52,12 @@ from memdir.agent.hooks import (
     ToolResultEvictionHook,
     merge_metadata,
 )
-from memdir.compaction import CompactionConfig, ConversationCompactor, is_context_overflow
+from memdir.compaction import (
+    CompactionConfig,
+    CompactionResult,
+    ConversationCompactor,
+    is_context_overflow,
+)
 from memdir.errors import ConfigError
 from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
 from memdir.memory import (
@@ -269,6 +274,60 @@ class HarnessAgent:
         """Start the session afresh (the stored conversation is emptied, memory is kept)."""
         sid = validate_session_id(session_id or self.session_id)
         self._commit(sid, [])
+
+    async def compact(
+        self,
+        *,
+        session_id: str | None = None,
+        force: bool = True,
+        keep_messages: int | None = None,
+    ) -> CompactionResult | None:
+        """Compact the session's conversation now, with the agent's compaction settings.
+
+        As before any compaction, the summarised messages are flushed to memory and offloaded
+        to the session log first; the compacted conversation is then stored. Runs under the
+        session's lock, so it waits for a call on the same session to finish.
+
+        Args:
+            session_id: the session (default: the agent's).
+            force: compact even if no trigger of the compaction settings fires.
+            keep_messages: how many of the newest messages stay verbatim (default: the
+                settings' ``keep_messages``/``keep_tokens``); the latest user request is
+                always kept.
+
+        Returns:
+            The compaction, or ``None`` when there was nothing to compact.
+
+        Raises:
+            ConfigError: compaction is off for this agent (``compaction=None``).
+            SessionBusyError: another process kept the session busy for ``lock_timeout``.
+        """
+        if self.compaction_hook is None:
+            raise ConfigError(
+                "compaction is off for this agent; pass compaction=CompactionConfig()"
+            )
+        sid = validate_session_id(session_id or self.session_id)
+        lock = self._locks.setdefault(sid, asyncio.Lock())
+        async with session_lock(lock, self.workspace, sid, timeout=self.lock_timeout):
+            history = self._history(sid)
+            system = self.system_prompt
+            if self.context_hook is not None:  # measured as the next request will carry it
+                section = self.context_hook.render(sid)
+                system = f"{system}\n\n{section}" if system else section
+            result = await self.compaction_hook.compactor.compact_if_needed(
+                list(history),
+                session_id=sid,
+                system=system,
+                tools=self.tools,
+                force=force,
+                keep_messages=keep_messages,
+                # keep_tokens > 0 would override keep_messages; an explicit count wins.
+                keep_tokens=None if keep_messages is None else 0,
+            )
+            if result is not None:
+                self.compaction_hook.last_result = result
+                self._commit(sid, list(result.messages))
+            return result
 
     # -- calling --------------------------------------------------------------------------
 

@@ -240,8 +240,7 @@ class ChatRepl:
         self.out.print(memory_search(query, 5, workspace=self.ws), markup=False, highlight=False)
 
     def _compact(self) -> None:
-        hook = self.agent.compaction_hook
-        if hook is None:
+        if self.agent.compaction_hook is None:
             self.err.print("compaction is off for this agent")
             return
         history = self.agent.history(self.session_id)
@@ -249,16 +248,15 @@ class ChatRepl:
         if len(fresh) <= 1:  # at most the latest request, which is always kept verbatim
             self.err.print(f"nothing to compact ({len(history)} messages)")
             return
-        result = self.loop.run_until_complete(
-            hook.compactor.compact_if_needed(
-                history, session_id=self.session_id, force=True, keep_messages=0, keep_tokens=0
+        try:
+            result = self.loop.run_until_complete(
+                self.agent.compact(session_id=self.session_id, keep_messages=0)
             )
-        )
+        except MemdirError as exc:
+            self.err.print(f"Error: {exc}", markup=False)
+            return
         if result is None:
             self.err.print(f"nothing to compact ({len(history)} messages)")
-            return
-        # No public way yet to replace a session's history outside a call.
-        self.agent._commit(self.session_id, list(result.messages))
 
 
 def _size(path: Any) -> int:
