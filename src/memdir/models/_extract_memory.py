@@ -83,18 +83,19 @@ def _speaker(msg: Msg, cjk: bool) -> str:
 
 
 def _groups(msg: Msg, addressees: frozenset[str]) -> list[tuple[float, list[str]]]:
-    """Kept sentences of ``msg`` with their score, each followed by the sentence that
-    elaborates on it ("We adopted a puppy. His name is Max."), if that one has content."""
+    """Kept sentences of ``msg`` with their score, each joined by up to two following
+    sentences that elaborate on it and have some content ("We adopted a puppy. His name is
+    Max."): on its own, "His name is Max" would not say whose name it is."""
     groups: list[tuple[float, list[str]]] = []
     open_group = False
     for sentence in sentences(msg.text):
-        score = fact_score(sentence, addressees=addressees)
-        if score is None:
-            open_group = False
-            continue
         kinds = cue_kinds(sentence)
         if msg.role == "assistant" and not _ASSISTANT_CUES.intersection(kinds):
             open_group = False  # an assistant's own chatter and plans are not memories
+            continue
+        score = fact_score(sentence, addressees=addressees)
+        if score is None:
+            open_group = False
             continue
         if score >= KEEP:
             if "remember" in kinds:
@@ -134,8 +135,10 @@ def extract_facts(msgs: Sequence[Msg], known: str) -> str:
     ``User``/``用户``) and with relative dates made absolute from ``Msg.created_at``.
     Questions, reactions, greetings, code and credentials are never kept. Assistant
     messages give only decisions, deadlines and rules. A fact that repeats one in ``known``
-    or an earlier one in the batch is dropped; at most three facts come from one message
-    and :data:`_MAX_FACTS` from one call (the best-scored, in conversation order).
+    or an earlier one in the batch is dropped (same text, or no word the other lacks, or
+    85 % of the words in common and no differing name or number). At most three facts come
+    from one message and ``2 + 2 × messages`` (40 at most) from one call: the best-scored,
+    the newer of equals, in conversation order.
 
     Returns:
         The bullets, one per line, or :data:`NO_REPLY` when there is nothing new.

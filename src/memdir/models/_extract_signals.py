@@ -243,9 +243,10 @@ def _names(sentence: str, addressees: frozenset[str]) -> set[str]:
         if word.lower() in _NOT_CONTENT:
             continue  # "…, It means a lot": a capitalised common word is not a name
         after = sentence[match.end() :].lstrip()
-        if _GREETING_BEFORE.search(before) or (
+        near = before[-16:]  # the words just before: anchored patterns, no rescans
+        if _GREETING_BEFORE.search(near) or (
             word in addressees
-            and _VOCATIVE_BEFORE.search(before)
+            and _VOCATIVE_BEFORE.search(near)
             and (not after or after[0] in ",，!！.?？")
         ):
             continue  # "Thanks, Anna!" addresses Anna; it says nothing about her
