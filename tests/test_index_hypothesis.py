@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memdir.index import MemoryIndex
@@ -134,6 +134,9 @@ def _state(idx: MemoryIndex) -> set[tuple[object, ...]]:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(start=pieces, appends=st.lists(pieces, min_size=1, max_size=4))
+@example(  # the last unit was a line inside a closed code fence
+    start=["```\n", "- alpha item\n", "```\n"], appends=[["- alpha item\n", "  bravo cont\n"]]
+)
 def test_appends_index_like_a_fresh_build(start: list[str], appends: list[list[str]]) -> None:
     root = Path(tempfile.mkdtemp(prefix="memdir-hyp-"))
     try:

@@ -81,7 +81,7 @@ class ScoredRow:
 
 _Analysis = tuple[int, dict[str, list[int]]]
 _CACHE: dict[str, _Analysis] = {}
-_CACHE_MAX = 50_000
+_CACHE_MAX = 4_096  # a few MB; the rows of recent queries recur
 
 
 def _analyse(content: str) -> _Analysis:

@@ -9,7 +9,7 @@ at a million lines). Instead:
 2. For each term FTS5 returns at most ``per_term`` row ids, newest first (a bounded walk of
    its posting list, no scoring). A short list is the term's exact document frequency; a
    full one gives an estimate from how far back it reached.
-3. For a few terms, an ``AND`` of all of them adds the rows that contain every term even
+3. ``AND`` queries over the rarest terms add the rows that contain several of them even
    when a common term's list was cut short.
 4. Rows are pre-ranked by the idf mass of the terms whose lists hold them; the best
    ``RankConfig.candidates`` are fetched and scored precisely by :class:`memdir.index._rank.Scorer`.
@@ -34,7 +34,7 @@ from memdir.index._types import SearchHit
 __all__ = ["run_search"]
 
 MIN_PER_TERM = 200
-MAX_AND_TERMS = 8
+MAX_AND_TERMS = 4
 
 
 def _estimate_df(engine: Engine, ids: list[int], cap: int, total: int) -> int:
@@ -100,6 +100,34 @@ def _pre_rank(lists: list[tuple[list[int], float]], wanted: int) -> dict[int, fl
     return pre
 
 
+def _add_conjunctions(
+    engine: Engine,
+    main: list[tuple[Term, int, float]],
+    pre: dict[int, float],
+    wanted: int,
+    sizes: tuple[int, ...],
+) -> None:
+    """Rows holding all of the rarest ``size`` terms, for each size until enough are found.
+
+    ``AND`` queries skip through the posting lists in FTS5, so they find rows holding several
+    terms that cut-short lists may have missed.
+    """
+    by_rarity = sorted(main, key=lambda item: item[1])
+    tried: set[int] = set()
+    for size in sizes:
+        size = min(size, len(by_rarity))
+        if size in tried:
+            continue
+        tried.add(size)
+        group = by_rarity[:size]
+        bonus = sum(gain for _, _, gain in group)
+        found = engine.rowids(" AND ".join(term.fts for term, _, _ in group), wanted)
+        for rowid in found:
+            pre[rowid] = max(pre.get(rowid, 0.0), bonus)
+        if len(found) >= wanted:
+            break
+
+
 def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
     """Search ``engine`` for ``query``; at most ``limit`` hits, best first."""
     terms = analyze_query(query)
@@ -118,7 +146,7 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
     else:
         per_term = max(MIN_PER_TERM, config.postings_budget // len(active))
     weighted: list[WeightedTerm] = []
-    main: list[tuple[Term, list[int]]] = []
+    main: list[tuple[Term, int, float]] = []
     lists: list[tuple[list[int], float]] = []
     for term in active:
         ids = engine.rowids(term.fts, per_term)
@@ -134,15 +162,18 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
         weighted.append(wt)
         lists.append((ids, wt.idf * wt.weight))
         if not term.part:
-            main.append((term, ids))
+            main.append((term, df, wt.idf * wt.weight))
     if not lists:
         return []
     pre = _pre_rank(lists, wanted)
-    if 2 <= len(main) <= MAX_AND_TERMS and any(len(ids) >= per_term for _, ids in main):
-        every = " AND ".join(term.fts for term, _ in main)
-        bonus = sum(wt.idf * wt.weight for wt in weighted if not wt.part)
-        for rowid in engine.rowids(every, wanted):
-            pre[rowid] = max(pre[rowid], bonus)
+    if len(main) >= 2 and min(df for _, df, _ in main) >= per_term:
+        # Even the rarest term's list was cut short, so rows holding several terms may be
+        # missing (otherwise every such row is already in ``pre`` through the rarest list).
+        _add_conjunctions(engine, main, pre, wanted, (len(main), MAX_AND_TERMS, 2))
+    elif len(main) > MAX_AND_TERMS:
+        # A long query (a pasted line): its rarest terms together pin the line down, while
+        # the pre-rank undercounts rows whose other terms sat in cut-short lists.
+        _add_conjunctions(engine, main, pre, wanted, (MAX_AND_TERMS,))
     scorer = Scorer(weighted, avgdl=avgdl, newest_day=engine.newest_day(), config=config)
     prior = scorer.file_priors(engine.files_by_id())
     shift = LINE_BITS

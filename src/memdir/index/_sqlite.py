@@ -192,8 +192,8 @@ class SqliteEngine:
         """If the file only grew at its end, parse just its tail (from the last old unit).
 
         Returns ``(first line parsed, parse of the tail)``, or ``None`` when the old content
-        is not an unchanged prefix (or ended inside a code fence): then the whole file is
-        parsed and diffed.
+        is not an unchanged prefix (or its last unit sits inside a code fence): then the whole
+        file is parsed and diffed.
         """
         old = info.size
         data = snap.data
@@ -206,10 +206,12 @@ class SqliteEngine:
             "SELECT id, head FROM units WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT 1",
             (lo, hi),
         ).fetchone()
-        if last is None or ends_in_fence(data[:old].decode("utf-8", errors="replace")):
+        if last is None:
             return None
         first = last[0] - lo
         lines = snap.text.split("\n")
+        if ends_in_fence("\n".join(lines[: first - 1])):
+            return None  # the last unit is a line of code: the parser state is not fresh
         tail = "\n".join(lines[first - 1 :])
         return first, parse_markdown(tail, first_line=first, head=last[1])
 
