@@ -18,10 +18,11 @@ class SearchHit:
         line_end: last line of the span, 1-based, inclusive (equal to ``line_number`` for a
             one-line hit).
         content: the text of those lines as stored in the file (joined with ``\\n``).
-        score: relevance; higher is better. Scores compare hits of one query only: they are a
-            BM25 sum over the matched query terms (rare terms weigh more), scaled by how much
-            of the query the span covers, with small bonuses for terms standing close together,
-            for recent daily files and for ``MEMORY.md``.
+        score: relevance; higher is better. Scores compare hits of one query only: a BM25 sum
+            over the matched query terms (rare terms weigh more), scaled by the share of the
+            query the span covers, plus a bonus for query terms standing close together and a
+            share of the score of a strong match on the line next to it (same section), times
+            small boosts for recent daily files and for ``MEMORY.md``.
         heading: text of the nearest Markdown heading above the span (without ``#``), if any.
         archived: the file lives in ``memory/archive/``.
     """
