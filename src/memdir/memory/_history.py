@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from memdir.memory._checks import check_int
-from memdir.workspace import HISTORY_DIR, Workspace
+from memdir.memory._entries import EntryDiff
+from memdir.workspace import HISTORY_DIR, MEMORY_MD, Workspace
 
-__all__ = ["LOG_REL", "read_log", "save_version", "write_log"]
+__all__ = ["LOG_REL", "log_run", "read_log", "save_version", "write_log"]
 
 log = logging.getLogger("memdir.memory")
 
@@ -45,6 +47,59 @@ def save_version(ws: Workspace, text: str, *, keep: int) -> str:
 def write_log(ws: Workspace, record: dict[str, Any]) -> None:
     """Append one record to the consolidation log (one locked write)."""
     ws.append_text(LOG_REL, json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def log_run(
+    ws: Workspace,
+    *,
+    model: str,
+    status: str,
+    reason: str | None,
+    entries: int,
+    files: Sequence[str],
+    budget_chars: int,
+    before_chars: int,
+    removed: Sequence[str] = (),
+    diff: EntryDiff | None = None,
+    trimmed: Sequence[str] = (),
+    history: str | None = None,
+) -> None:
+    """Record one consolidation run (``diff`` when applied, ``removed`` when refused for them).
+
+    A failure to write is logged, not raised: the run itself is already done or refused.
+    """
+    record: dict[str, Any] = {
+        "at": ws.utc_now().isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "model": model,
+        "status": status,
+        "reason": reason,
+        "entries": entries,
+        "files": list(files),
+        "budget_chars": budget_chars,
+        "before_chars": before_chars,
+    }
+    if diff is not None:
+        record.update(
+            added=list(diff.added),
+            changed=[list(pair) for pair in diff.changed],
+            removed=list(diff.removed),
+            trimmed=list(trimmed),
+            counts={
+                "added": len(diff.added),
+                "changed": len(diff.changed),
+                "removed": len(diff.removed),
+                "unchanged": diff.unchanged,
+                "trimmed": len(trimmed),
+            },
+            after_chars=len(ws.read_text(MEMORY_MD)),
+            history=history,
+        )
+    elif removed:
+        record.update(would_remove=list(removed), counts={"would_remove": len(removed)})
+    try:
+        write_log(ws, record)
+    except Exception as exc:
+        log.warning("consolidation: could not append to the history log (%s)", type(exc).__name__)
 
 
 def read_log(ws: Workspace | str, *, limit: int | None = None) -> list[dict[str, Any]]:

@@ -20,15 +20,13 @@ Every run that reached the model is recorded in ``memory/.history/consolidation.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from memdir.errors import ConfigError
-from memdir.memory._answer import describe_error
-from memdir.memory._budget import fit_budget, tidy
+from memdir.memory._budget import fit_budget
 from memdir.memory._checks import (
     check_callable,
     check_duration,
@@ -37,17 +35,16 @@ from memdir.memory._checks import (
     check_number,
     check_text,
 )
-from memdir.memory._entries import EntryDiff, diff_entries, parse_bullets, strip_fence
-from memdir.memory._history import save_version, write_log
+from memdir.memory._entries import EntryDiff, diff_entries, parse_bullets
+from memdir.memory._history import log_run, save_version
 from memdir.memory._lease import Lease
 from memdir.memory._prompts import (
     DEFAULT_CONSOLIDATION_PROMPT,
     consolidation_request,
-    shorten_request,
 )
+from memdir.memory._propose import propose
 from memdir.memory._state import ConsolidationState, FileMark, LedgerSlice, read_new_slices, sha256
 from memdir.memory._testpoint import pause_point
-from memdir.messages import Msg
 from memdir.models import ChatModel
 from memdir.redact import Redactor
 from memdir.workspace import MEMORY_MD, Workspace
@@ -62,7 +59,6 @@ __all__ = ["ConsolidationResult", "MemoryConsolidator"]
 log = logging.getLogger("memdir.memory")
 
 _CHARS_PER_TOKEN = 4
-_TRUNCATED = {"length", "max_tokens", "max_output_tokens"}
 _PRESSURE = 0.8  # an answer this close to the budget may drop old bullets for new ones
 
 
@@ -251,9 +247,17 @@ class MemoryConsolidator:
         request = consolidation_request(
             current=current, entries_text=entries_text, entries=entries, max_chars=self.max_chars
         )
-        new_text, reason = await self._propose(request)
+        new_text, reason = await propose(
+            self.model,
+            request,
+            system=self.prompt,
+            max_chars=self.max_chars,
+            max_output_tokens=2 * self.max_memory_tokens + 500,
+            timeout=self.timeout,
+            redactor=self.redactor,
+        )
         if new_text is None:
-            self._log_failure(reason, run, entries, dry_run)
+            self._log("failed", reason, run, entries, (), dry_run=dry_run)
             return reason, current
         old_bullets = [b.text for b in parse_bullets(current)]
         proposed = [b.text for b in parse_bullets(new_text)]
@@ -303,70 +307,6 @@ class MemoryConsolidator:
             self._reindex()
         return None, final
 
-    async def _propose(self, request: Msg) -> tuple[str | None, str]:
-        """Ask the model, and once more if over budget: ``(text, "")`` or ``(None, why)``."""
-        hard_limit = max(3 * self.max_chars, 8_000)
-        candidates: list[str] = []
-        conversation: list[Msg] = [request]
-        for attempt in range(2):
-            try:
-                response = await asyncio.wait_for(
-                    self.model.generate(
-                        conversation,
-                        system=self.prompt,
-                        max_output_tokens=2 * self.max_memory_tokens + 500,
-                    ),
-                    timeout=self.timeout,
-                )
-            except TimeoutError:
-                log.warning(
-                    "consolidation: the model did not answer within %g s; nothing changed",
-                    self.timeout,
-                )
-                return (self._fallback(candidates), "") if candidates else (None, "timeout")
-            except Exception as exc:
-                log.warning(
-                    "consolidation: the model call failed (%s); nothing changed",
-                    describe_error(exc),
-                )
-                return (self._fallback(candidates), "") if candidates else (None, "model_error")
-            raw = response.text
-            if len(raw) > hard_limit:
-                log.warning(
-                    "consolidation: refused a %d-character answer (budget %d)",
-                    len(raw),
-                    self.max_chars,
-                )
-                if candidates:
-                    return self._fallback(candidates), ""
-                return None, "oversized_answer"
-            text = tidy(self.redactor(strip_fence(raw).strip()))
-            if not text.strip():
-                log.warning("consolidation: the model's answer was blank; nothing changed")
-                return (self._fallback(candidates), "") if candidates else (None, "blank_answer")
-            if not parse_bullets(text):
-                log.warning("consolidation: the answer has no bullet list; nothing changed")
-                if candidates:
-                    return self._fallback(candidates), ""
-                return None, "unusable_answer"
-            truncated = (response.stop_reason or "").lower() in _TRUNCATED
-            if len(text) <= self.max_chars and not truncated:
-                return text, ""
-            if not truncated:
-                candidates.append(text)
-            if attempt == 0:
-                conversation = list(
-                    shorten_request(previous=request, answer=text, max_chars=self.max_chars)
-                )
-        if candidates:
-            return self._fallback(candidates), ""
-        log.warning("consolidation: the answer was cut off twice; nothing changed")
-        return None, "unusable_answer"
-
-    @staticmethod
-    def _fallback(candidates: list[str]) -> str:
-        return min(candidates, key=len)
-
     def _commit(
         self,
         lease: Lease,
@@ -412,9 +352,6 @@ class MemoryConsolidator:
 
     # -- reporting -------------------------------------------------------------------------
 
-    def _log_failure(self, reason: str, run: _Run, entries: list[str], dry_run: bool) -> None:
-        self._log("failed", reason, run, entries, (), dry_run=dry_run)
-
     def _log(
         self,
         status: str,
@@ -429,39 +366,20 @@ class MemoryConsolidator:
     ) -> None:
         if dry_run:
             return
-        record: dict[str, object] = {
-            "at": self.workspace.utc_now().isoformat(timespec="seconds").replace("+00:00", "Z"),
-            "model": getattr(self.model, "name", type(self.model).__name__),
-            "status": status,
-            "reason": reason,
-            "entries": len(entries),
-            "files": list(run.files),
-            "budget_chars": self.max_chars,
-            "before_chars": len(run.before),
-        }
-        if diff is not None:
-            after = self.workspace.read_text(MEMORY_MD)
-            record.update(
-                added=list(diff.added),
-                changed=[list(pair) for pair in diff.changed],
-                removed=list(diff.removed),
-                trimmed=list(trimmed or []),
-                counts={
-                    "added": len(diff.added),
-                    "changed": len(diff.changed),
-                    "removed": len(diff.removed),
-                    "unchanged": diff.unchanged,
-                    "trimmed": len(trimmed or []),
-                },
-                after_chars=len(after),
-                history=run.history,
-            )
-        elif removed:
-            record.update(would_remove=list(removed), counts={"would_remove": len(removed)})
-        try:
-            write_log(self.workspace, record)
-        except Exception as exc:
-            log.warning("consolidation: could not append to the history log (%s)", exc)
+        log_run(
+            self.workspace,
+            model=getattr(self.model, "name", type(self.model).__name__),
+            status=status,
+            reason=reason,
+            entries=len(entries),
+            files=run.files,
+            budget_chars=self.max_chars,
+            before_chars=len(run.before),
+            removed=removed,
+            diff=diff,
+            trimmed=trimmed or [],
+            history=run.history,
+        )
 
     def _result(
         self, run: _Run, current: str, *, skipped: str | None, dry_run: bool

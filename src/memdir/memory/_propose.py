@@ -1,0 +1,99 @@
+"""Asking the model for the new ``MEMORY.md``: one call, and one "shorten it" follow-up.
+
+A failed, timed-out, blank, grossly oversized (three times the budget) or bullet-less answer
+gives nothing; an answer over the budget is sent back once to be shortened, and when the
+follow-up fails or is still over, the shortest over-budget answer is returned for the caller
+to trim. An answer cut off by the output limit is never used as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from memdir.memory._answer import describe_error
+from memdir.memory._budget import tidy
+from memdir.memory._entries import parse_bullets, strip_fence
+from memdir.memory._prompts import shorten_request
+from memdir.messages import Msg
+from memdir.models import ChatModel
+
+__all__ = ["propose"]
+
+log = logging.getLogger("memdir.memory")
+
+_TRUNCATED = {"length", "max_tokens", "max_output_tokens"}
+
+
+async def propose(
+    model: ChatModel,
+    request: Msg,
+    *,
+    system: str,
+    max_chars: int,
+    max_output_tokens: int,
+    timeout: float,
+    redactor: Callable[[str], str],
+) -> tuple[str | None, str]:
+    """Ask the model, and once more if over budget: ``(text, "")`` or ``(None, why)``.
+
+    The text is fence-stripped, redacted and tidied. An over-budget text is returned when the
+    follow-up fails or is still over (the caller trims it); ``why`` is one of ``timeout``,
+    ``model_error``, ``oversized_answer``, ``blank_answer``, ``unusable_answer``.
+    """
+    hard_limit = max(3 * max_chars, 8_000)
+    candidates: list[str] = []
+    conversation: list[Msg] = [request]
+    for attempt in range(2):
+        try:
+            response = await asyncio.wait_for(
+                model.generate(
+                    conversation,
+                    system=system,
+                    max_output_tokens=max_output_tokens,
+                ),
+                timeout=timeout,
+            )
+        except TimeoutError:
+            log.warning(
+                "consolidation: the model did not answer within %g s; nothing changed",
+                timeout,
+            )
+            return (min(candidates, key=len), "") if candidates else (None, "timeout")
+        except Exception as exc:
+            log.warning(
+                "consolidation: the model call failed (%s); nothing changed",
+                describe_error(exc),
+            )
+            return (min(candidates, key=len), "") if candidates else (None, "model_error")
+        raw = response.text
+        if len(raw) > hard_limit:
+            log.warning(
+                "consolidation: refused a %d-character answer (budget %d)",
+                len(raw),
+                max_chars,
+            )
+            if candidates:
+                return min(candidates, key=len), ""
+            return None, "oversized_answer"
+        text = tidy(redactor(strip_fence(raw).strip()))
+        if not text.strip():
+            log.warning("consolidation: the model's answer was blank; nothing changed")
+            return (min(candidates, key=len), "") if candidates else (None, "blank_answer")
+        if not parse_bullets(text):
+            log.warning("consolidation: the answer has no bullet list; nothing changed")
+            if candidates:
+                return min(candidates, key=len), ""
+            return None, "unusable_answer"
+        truncated = (response.stop_reason or "").lower() in _TRUNCATED
+        if len(text) <= max_chars and not truncated:
+            return text, ""
+        if not truncated:
+            candidates.append(text)
+        if attempt == 0:
+            conversation = list(shorten_request(previous=request, answer=text, max_chars=max_chars))
+    if candidates:
+        return min(candidates, key=len), ""
+    log.warning("consolidation: the answer was cut off twice; nothing changed")
+    return None, "unusable_answer"
