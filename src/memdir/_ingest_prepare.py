@@ -21,10 +21,10 @@ import json
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+from memdir._logrecord import redact_message
 from memdir.errors import MemdirError
-from memdir.memory._cursor import FlushCursor
 from memdir.messages import Msg
-from memdir.sessions import SessionLog, _redact_message
+from memdir.sessions import SessionLog
 from memdir.transcripts import Transcript
 from memdir.workspace import Workspace
 
@@ -68,7 +68,7 @@ def prepare(transcript: Transcript, redactor: Callable[[str], str]) -> Prepared:
     msgs = list(transcript.messages)
     if transcript.format != "memdir":
         msgs = stable_ids(msgs, transcript.session_id)
-    masked = tuple(_redact_message(m, redactor) for m in msgs)
+    masked = tuple(redact_message(m, redactor) for m in msgs)
     return Prepared(
         transcript=transcript,
         messages=masked,
@@ -101,6 +101,17 @@ def _belongs(ws: Workspace, session_id: str, ids: set[str]) -> bool:
     logged = SessionLog(ws, session_id).ids()
     if logged and logged.isdisjoint(ids):
         return False
-    cursor = FlushCursor.load(ws, session_id)
-    flushed = set(cursor.recent_ids) | ({cursor.last_id} if cursor.last_id else set())
+    flushed = _flushed_ids(ws, session_id)
     return not (flushed and flushed.isdisjoint(ids))
+
+
+def _flushed_ids(ws: Workspace, session_id: str) -> set[str]:
+    """Ids of messages the flush cursor of ``session_id`` remembers (empty: no cursor).
+
+    ``memdir.memory`` has no public reader of a session's flush cursor yet, so this is the one
+    place that reads its private record; replace it when one exists.
+    """
+    from memdir.memory._cursor import FlushCursor
+
+    cursor = FlushCursor.load(ws, session_id)
+    return set(cursor.recent_ids) | ({cursor.last_id} if cursor.last_id else set())
