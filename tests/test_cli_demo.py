@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,12 @@ from click.testing import CliRunner
 
 from memdir._toolcore import close_shared_indexes
 from memdir.cli import cli
-from memdir.cli._demo import DEMO_SEARCHES, sample_transcripts_dir, sample_workspace_dir
+from memdir.cli._demo import (
+    DEMO_SEARCHES,
+    create_demo_workspace,
+    sample_transcripts_dir,
+    sample_workspace_dir,
+)
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "workspace"
 
@@ -110,3 +116,21 @@ def test_sample_ships_with_the_package_or_the_checkout() -> None:
         "coupon-api.claude-code.jsonl",
         "log-migration-zh.openai.json",
     ]
+
+
+async def test_sample_memory_md_already_holds_its_ledgers(tmp_path: Path) -> None:
+    from memdir.ledger import append_bullets
+    from memdir.memory import MemoryConsolidator
+    from memdir.models import ExtractiveModel
+    from memdir.workspace import Workspace
+
+    ws = create_demo_workspace(tmp_path / "demo")
+    consolidator = MemoryConsolidator(ws, ExtractiveModel())
+    first = await consolidator.consolidate()
+    assert first.entries == 0 and not first.applied  # nothing of the sample is merged again
+    assert ws.read_text("MEMORY.md") == (SAMPLE / "MEMORY.md").read_text("utf-8")
+    # A fact added to a sample ledger afterwards is the only new entry.
+    fact = "Jing's team moves the weekly demo to Friday afternoons."
+    append_bullets(ws, [fact], header="Memory Add", day=date(2026, 11, 24))
+    second = await MemoryConsolidator(Workspace(ws.root), ExtractiveModel()).consolidate()
+    assert second.entries == 1 and "weekly demo to Friday" in ws.read_text("MEMORY.md")

@@ -88,23 +88,9 @@ def create_demo_workspace(directory: Path | None) -> Workspace:
         shutil.copytree(sample_workspace_dir(), directory, dirs_exist_ok=True)
     except OSError as exc:
         raise WorkspaceError(f"cannot create the demo workspace in {directory}: {exc}") from exc
-    ws = Workspace(directory)
-    _mark_consolidated(ws)
-    return ws
-
-
-def _mark_consolidated(ws: Workspace) -> None:
-    """Record that the sample's MEMORY.md already holds its ledgers.
-
-    A workspace that grew through memdir has this watermark; without it the first
-    consolidation would merge every sample ledger into MEMORY.md a second time.
-    """
-    from memdir.memory._state import ConsolidationState, read_new_slices
-
-    state = ConsolidationState()
-    for piece in read_new_slices(ws, state):
-        state.files[piece.name] = piece.mark
-    state.save(ws)
+    # The sample ships its consolidation watermark (memory/.consolidation_state), so only
+    # what is added to its ledgers later is merged into MEMORY.md.
+    return Workspace(directory)
 
 
 def _title(ctx: DemoContext, text: str) -> None:
