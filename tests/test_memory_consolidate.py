@@ -297,6 +297,19 @@ async def test_long_backlog_is_sent_in_batches(ws: Workspace) -> None:
     assert (await MemoryConsolidator(ws, model).consolidate()).skipped == "nothing_new"
 
 
+async def test_one_huge_block_is_sent_in_batches_too(ws: Workspace) -> None:
+    # `memdir add` of a long list makes one block; sent whole, it would fail the same way on
+    # every run and keep MEMORY.md from ever changing again.
+    add(ws, *(f"catalogue item {i:04d} " + "w" * 60 for i in range(1_000)))
+    model = FunctionModel(merge)
+    result = await MemoryConsolidator(
+        ws, model, max_input_chars=10_000, max_memory_tokens=30_000
+    ).consolidate()
+    assert result.skipped is None and len(model.calls) >= 7
+    assert all(len("\n".join(c.messages[-1].metadata[ENTRIES_KEY])) <= 10_000 for c in model.calls)
+    assert len(result.added) == 1_000
+
+
 async def test_a_live_lease_makes_the_run_skip(ws: Workspace) -> None:
     add(ws, "fact")
     other = Lease(ws, "consolidation", ttl=timedelta(minutes=5))

@@ -149,27 +149,34 @@ def sha256(data: bytes) -> str:
 
 
 def _cut_points(data: bytes, start: int, end: int, max_bytes: int) -> list[int]:
-    """Piece ends within ``[start, end)``: at block headers, each piece about ``max_bytes``."""
-    heads = [i + 1 for i in _iter_find(data, b"\n## ", start, end)]
+    """Piece ends within ``[start, end)``, each piece at most about ``max_bytes``.
+
+    A piece ends before a block header when one is in reach, else before a bullet (one block
+    can be a long list), else at a line end; only a single line longer than ``max_bytes``
+    makes a longer piece.
+    """
     cuts: list[int] = []
-    piece_start = start
-    previous: int | None = None
-    for head in [*heads, end]:
-        if head - piece_start > max_bytes and previous is not None and previous > piece_start:
-            cuts.append(previous)
-            piece_start = previous
-        previous = head
+    piece = start
+    while end - piece > max_bytes:
+        cut = _last_boundary(data, piece, piece + max_bytes)
+        if cut is None:
+            newline = data.find(b"\n", piece + max_bytes, end)
+            cut = end if newline == -1 else newline + 1
+        if cut >= end:
+            break
+        cuts.append(cut)
+        piece = cut
     cuts.append(end)
     return cuts
 
 
-def _iter_find(data: bytes, needle: bytes, start: int, end: int) -> list[int]:
-    found: list[int] = []
-    at = data.find(needle, start, end)
-    while at != -1:
-        found.append(at)
-        at = data.find(needle, at + 1, end)
-    return found
+def _last_boundary(data: bytes, low: int, high: int) -> int | None:
+    """The last good place to cut in ``(low, high]``: a header, a bullet, a line end."""
+    for needle in (b"\n## ", b"\n- ", b"\n* ", b"\n"):
+        at = data.rfind(needle, low, high)
+        if at != -1:
+            return at + 1
+    return None
 
 
 def read_new_slices(
