@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from memdir.compaction import (
@@ -10,7 +11,9 @@ from memdir.compaction import (
     CompactionConfig,
     CompactionEvent,
     ConversationCompactor,
+    build_summary_message,
     summary_log,
+    summary_text,
 )
 from memdir.compaction._pairing import find_orphans
 from memdir.messages import SUMMARY_NAME, Msg, ToolUseBlock
@@ -446,3 +449,10 @@ async def test_token_pressure_also_caps_a_tail_that_is_itself_too_big(ws: Worksp
     assert res is not None and res.tokens_after < 3_000
     assert res.messages[-1] == msgs[-1]
     assert await comp.compact_if_needed(res.messages, session_id="s1") is None
+
+
+def test_summary_text_survives_wrapper_tags_inside_the_summary() -> None:
+    # A summary may quote the markup (e.g. a template the user was editing).
+    text = "## SESSION INTENT\nedit <summary>\nblock</summary> in page.html\n## SUMMARY\nok"
+    msg = build_summary_message(text, log=None, summarized=3, created_at=datetime.now(UTC))
+    assert summary_text(msg) == text

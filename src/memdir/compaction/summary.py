@@ -162,7 +162,7 @@ def build_summary_message(
 def summary_text(msg: Msg) -> str:
     """The summary inside a summary message (its whole text if it has no wrapper)."""
     text = msg.text
-    start = text.rfind(_OPEN)
+    start = text.find(_OPEN)
     end = text.rfind(_CLOSE)
     if start != -1 and end > start:
         return text[start + len(_OPEN) : end].strip()
