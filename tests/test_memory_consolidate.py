@@ -287,6 +287,15 @@ async def test_secrets_in_the_answer_are_masked(ws: Workspace) -> None:
     assert "ghp_" not in ws.read_text("MEMORY.md")
 
 
+async def test_a_lone_surrogate_in_the_answer_does_not_fail_every_run(ws: Workspace) -> None:
+    # JSON may carry "\\udce9"; it decodes to text that cannot be written as UTF-8.
+    add(ws, "Alice likes summer")
+    answer = "# Memory\n- Alice likes summer \udce9t\u00e9\n"
+    result = await MemoryConsolidator(ws, ScriptedModel([answer])).consolidate()
+    assert result.applied
+    assert "Alice likes summer \ufffdt\u00e9" in ws.read_text("MEMORY.md")
+
+
 async def test_long_backlog_is_sent_in_batches(ws: Workspace) -> None:
     for day in range(1, 6):
         add(ws, *(f"day {day} fact {i} " + "w" * 100 for i in range(6)), day=f"2026-11-0{day}")

@@ -203,6 +203,15 @@ async def test_all_known_moves_the_cursor_without_writing(ws: Workspace) -> None
     assert not (ws.root / ws.ledger_rel()).exists()
 
 
+async def test_a_lone_surrogate_in_the_answer_is_written_as_a_replacement_character(
+    ws: Workspace,
+) -> None:
+    model = ScriptedModel(["- Alice likes \udce9t\u00e9"])
+    result = await MemoryFlushManager(ws, model).flush_memories(conversation(2), session_id="s1")
+    assert result.bullets == ("Alice likes \ufffdt\u00e9",)
+    assert ledger_bullets(ws) == ["Alice likes \ufffdt\u00e9"]
+
+
 async def test_secrets_are_masked_before_the_ledger(ws: Workspace) -> None:
     key = "sk-proj-" + "Q" * 30
     model = ScriptedModel([f"- The staging OpenAI key is {key}\n- DB password: hunter22"])

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from memdir.ledger import normalize_bullet
 from memdir.memory._entries import parse_bullets, strip_fence
 
-__all__ = ["FlushAnswer", "describe_error", "parse_flush_answer"]
+__all__ = ["FlushAnswer", "describe_error", "parse_flush_answer", "valid_unicode"]
 
 _NOTHING = re.compile(
     r"^[\s\W]*(?:no[_ ]?reply|none|nothing(?: new)?(?: to (?:add|record|remember|extract))?|"
     r"n/?a|no new (?:memories|facts|information))[\s\W]*$",
     re.IGNORECASE,
 )
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _NO_REPLY_FIRST = re.compile(r"^[\s`*_>\"'(\[]*NO_REPLY\b", re.IGNORECASE)
 
 
@@ -58,3 +59,12 @@ def describe_error(exc: BaseException) -> str:
     """
     status = getattr(exc, "status_code", None)
     return f"{type(exc).__name__}, HTTP {status}" if status else type(exc).__name__
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD.
+
+    A JSON answer may carry ``"\\udce9"``, which decodes to text that cannot be written as
+    UTF-8; refusing it would fail the same way on every run.
+    """
+    return _SURROGATE.sub("\ufffd", text)

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from memdir.memory._answer import describe_error
+from memdir.memory._answer import describe_error, valid_unicode
 from memdir.memory._budget import tidy
 from memdir.memory._entries import parse_bullets, strip_fence
 from memdir.memory._prompts import shorten_request
@@ -77,7 +77,7 @@ async def propose(
             if candidates:
                 return min(candidates, key=len), ""
             return None, "oversized_answer"
-        text = tidy(redactor(strip_fence(raw).strip()))
+        text = tidy(redactor(valid_unicode(strip_fence(raw).strip())))
         if not text.strip():
             log.warning("consolidation: the model's answer was blank; nothing changed")
             return (min(candidates, key=len), "") if candidates else (None, "blank_answer")

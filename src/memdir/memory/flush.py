@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 from memdir._msg import as_list
 from memdir._render import FLUSH_RENDER, render_transcript
 from memdir.ledger import append_bullets, normalize_bullet
-from memdir.memory._answer import describe_error, parse_flush_answer
+from memdir.memory._answer import describe_error, parse_flush_answer, valid_unicode
 from memdir.memory._checks import (
     check_callable,
     check_int,
@@ -331,7 +331,7 @@ class MemoryFlushManager:
         ws = self.workspace
         bullets: list[str] = []
         for raw in raw_bullets:
-            clean = self.redactor(raw)
+            clean = self.redactor(valid_unicode(raw))
             if clean != raw:
                 acc.redacted += 1
             bullets.append(clean)
