@@ -248,3 +248,36 @@ def test_an_os_error_is_one_line_and_exit_1_and_minus_v_shows_it(
     verbose = CliRunner().invoke(cli, ["-w", str(root), "-v", "add", "a fact"])
     assert verbose.exit_code == 1
     assert isinstance(verbose.exception, OSError)
+
+
+def test_progress_bar_shows_ingest_and_index_progress_only_when_enabled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from memdir.cli import _common
+    from memdir.cli._ingest_cmd import _ingest_progress
+    from memdir.ingest import IngestProgress
+
+    with _common.progress_bar("indexing", enabled=False) as update:
+        assert update is None and _ingest_progress(update) is None
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, width=100)
+    monkeypatch.setattr(_common, "err_console", terminal)
+    with _common.progress_bar("ingesting", enabled=True) as update:
+        assert update is not None
+        on_event = _ingest_progress(update)
+        assert on_event is not None
+        event = IngestProgress(
+            source="/tmp/chats/billing.json",
+            session_id="billing",
+            done=3,
+            total=5,
+            file_number=1,
+            files=2,
+        )
+        on_event(event)
+    shown = screen.getvalue()
+    assert "[1/2] billing.json" in shown and "3/5" in shown

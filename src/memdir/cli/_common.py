@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import click
 from rich.console import Console
@@ -48,3 +50,35 @@ def echo_json(obj: Any) -> None:
 def info(message: str) -> None:
     """A diagnostic line on stderr."""
     err_console.print(message, markup=False)
+
+
+class ProgressUpdate(Protocol):
+    """Moves a progress bar: ``done`` of ``total``, optionally with a new description."""
+
+    def __call__(self, done: int, total: int, description: str | None = None) -> None: ...
+
+
+@contextmanager
+def progress_bar(description: str, *, enabled: bool) -> Iterator[ProgressUpdate | None]:
+    """A transient progress bar on stderr, or ``None`` when ``enabled`` is false.
+
+    Commands enable it only when stderr is a terminal and ``--json`` is not given.
+    """
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int, description: str | None = None) -> None:
+            bar.update(task, completed=done, total=total, description=description)
+
+        yield update

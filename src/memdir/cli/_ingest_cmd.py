@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from memdir.cli._common import CliState, echo_json, err_console, pass_state
+from memdir.cli._common import (
+    CliState,
+    ProgressUpdate,
+    echo_json,
+    err_console,
+    pass_state,
+    progress_bar,
+)
 from memdir.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -61,33 +67,16 @@ def build_model(spec: str, base_url: str | None) -> ChatModel:
     return model_from_string(spec, base_url=base_url)
 
 
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[IngestProgress], None] | None]:
-    """A progress bar on stderr while transcripts are replayed (terminal only)."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+def _ingest_progress(update: ProgressUpdate | None) -> Callable[[IngestProgress], None] | None:
+    """``update`` fed with ingest events: the file being replayed and its messages done."""
+    if update is None:
+        return None
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=err_console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("ingesting", total=None)
+    def on_event(event: IngestProgress) -> None:
+        name = Path(event.source).name
+        update(event.done, event.total, f"[{event.file_number}/{event.files}] {name}")
 
-        def update(event: IngestProgress) -> None:
-            name = Path(event.source).name
-            bar.update(
-                task,
-                description=f"[{event.file_number}/{event.files}] {name}",
-                completed=event.done,
-                total=event.total,
-            )
-
-        yield update
+    return on_event
 
 
 @click.command("ingest")
@@ -150,7 +139,7 @@ def ingest_cmd(
     model = build_model(model_spec, base_url)
     ws = state.workspace()
     config = CompactionConfig(trigger_messages=trigger_messages, keep_messages=keep_messages)
-    with _progress(sys.stderr.isatty() and not as_json) as progress:
+    with progress_bar("ingesting", enabled=sys.stderr.isatty() and not as_json) as bar:
         report = ingest_sync(
             files,
             workspace=ws,
@@ -158,7 +147,7 @@ def ingest_cmd(
             compaction=config,
             session_id=session_id,
             consolidate=not no_consolidate,
-            progress=progress,
+            progress=_ingest_progress(bar),
         )
     if as_json:
         echo_json(report.to_dict())

@@ -4,37 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 
 import click
 
-from memdir.cli._common import EXIT_HELP, CliState, echo_json, err_console, info, pass_state
+from memdir.cli._common import (
+    EXIT_HELP,
+    CliState,
+    echo_json,
+    info,
+    pass_state,
+    progress_bar,
+)
 
 JSON_HELP = "Print JSON on stdout instead of text."
-
-
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar on stderr, or ``None`` when stderr is not a terminal."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    with Progress(
-        TextColumn("indexing"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=err_console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("index", total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
 
 
 @click.command("index", epilog=EXIT_HELP)
@@ -51,7 +33,7 @@ def index_cmd(state: CliState, full: bool, as_json: bool) -> None:
 
     ws = state.workspace()
     with (
-        _progress(sys.stderr.isatty() and not as_json) as progress,
+        progress_bar("indexing", enabled=sys.stderr.isatty() and not as_json) as progress,
         MemoryIndex(ws) as index,
     ):
         stats = index.index_all_from_workspace(full=full, progress=progress)
