@@ -300,6 +300,26 @@ def test_a_full_file_of_old_preferences_still_takes_new_facts() -> None:
     assert "blend number 0 " not in text and "blend number 39 " in text  # the oldest made room
 
 
+def test_old_bullets_leave_to_make_room_for_new_ones() -> None:
+    old = [f"Kim: I visited Harbour {n} on 2026-10-{n + 1:02d}." for n in range(12)]
+    current = "# Memory\n\n## Facts\n" + "".join(f"- {b}\n" for b in old)
+    new = [
+        f"Kim: I ran the long coastal trail from Harbour {n} to the lighthouse on 2026-11-{n:02d}."
+        for n in (20, 21, 22)
+    ]
+    budget = len(current) + 40
+    text = consolidate(current, new, budget)
+    kept = [line[2:] for line in text.splitlines() if line.startswith("- ")]
+    added = [b for b in new if b in kept]
+    removed = [b for b in old if b not in kept]
+    assert len(text) <= budget
+    assert added == new
+    assert len(removed) <= len(added) + len(old) // 4
+    assert removed == old[: len(removed)]  # the oldest went
+    # A file over budget with nothing new is still trimmed, by priority.
+    assert len(consolidate(current, [], len(current) - 50)) <= len(current) - 50
+
+
 # -- invariants ------------------------------------------------------------------------------
 
 pieces = st.sampled_from(

@@ -316,13 +316,42 @@ def _fit(doc: _Doc, max_chars: int) -> str:
             pair[1].rank,
         ),
     )
-    size = len(_render(doc))
-    for name, item in victims:
-        if size <= max_chars:
+    excess = len(_render(doc)) - max_chars
+    # Old bullets leave to make room for new ones: keep as many new bullets as possible while
+    # dropping at most one old bullet per new one kept, plus a quarter of the old ones (a
+    # full file turns over gradually). If even that cannot fit (a file over budget before
+    # any entry), drop by priority alone.
+    fresh = [i for i, (_, item) in enumerate(victims) if item.new]
+    slack = max(1, (len(victims) - len(fresh)) // 4)
+    plan = None
+    for keep in range(len(fresh), -1, -1):
+        protected = set(fresh[len(fresh) - keep :])  # the highest-priority new bullets
+        plan = _plan(victims, excess, protected, max_old=keep + slack)
+        if plan is not None:
             break
+    if plan is None:
+        plan = _plan(victims, excess, set(), max_old=len(victims)) or []
+    for index in plan:
+        name, item = victims[index]
         doc.sections[name].remove(item)
-        size -= len(item.text) + 3  # "- " and the newline
     return _render(doc)
+
+
+def _plan(
+    victims: list[tuple[str, _Item]], excess: int, protected: set[int], *, max_old: int
+) -> list[int] | None:
+    """Indexes of ``victims`` to drop, in order, to save ``excess`` characters, or ``None``."""
+    plan: list[int] = []
+    old = 0
+    for index, (_, item) in enumerate(victims):
+        if excess <= 0:
+            break
+        if index in protected or (not item.new and old >= max_old):
+            continue
+        plan.append(index)
+        excess -= len(item.text) + 3  # "- " and the newline
+        old += not item.new
+    return plan if excess <= 0 else None
 
 
 def _render(doc: _Doc) -> str:
