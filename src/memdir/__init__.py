@@ -24,6 +24,7 @@ from memdir.errors import (
 )
 from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
 from memdir.index import IndexStats, MemoryIndex, SearchHit
+from memdir.ingest import IngestReport, ingest, ingest_sync
 from memdir.memory import (
     ConsolidationResult,
     FlushResult,
@@ -76,6 +77,7 @@ __all__ = [
     "ImageBlock",
     "IndexCorruptError",
     "IndexStats",
+    "IngestReport",
     "LogSpan",
     "MaintenanceConfig",
     "MaintenanceReport",
@@ -109,6 +111,8 @@ __all__ = [
     "WorkspaceError",
     "__version__",
     "default_counter",
+    "ingest",
+    "ingest_sync",
     "is_context_overflow",
     "memory_add",
     "memory_get",
