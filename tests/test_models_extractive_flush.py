@@ -370,3 +370,10 @@ def test_flush_never_fails_and_never_repeats(
     assert all(line.startswith("- ") and "password" not in line for line in lines)
     assert len(lines) == len(set(lines))
     assert extract_facts(msgs, known=text) == NO_REPLY  # what was said is now known
+
+
+def test_a_greeting_before_a_self_introduction_does_not_hide_it() -> None:
+    kept = extract_facts([Msg.user("你好，我是林晓雯，负责数据平台。")], "")
+    assert "林晓雯" in kept and "数据平台" in kept
+    assert extract_facts([Msg.user("谢谢，我明天再试试。")], "") == NO_REPLY
+    assert extract_facts([Msg.user("你好呀，好久不见！")], "") == NO_REPLY

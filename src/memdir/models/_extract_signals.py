@@ -363,5 +363,7 @@ def _cjk_signals(sentence: str, strong: bool, addressees: frozenset[str]) -> flo
         score += 1.0
     score += 1.0 if len(rest) >= 14 else 0.5 if len(rest) >= 7 else 0.0
     if _CJK_OPENER.match(sentence):
-        score -= 1.5
+        # "你好，我是…" introduces the speaker: an opener before a first-person statement
+        # weighs less than one before a reaction.
+        score -= 0.5 if first_person else 1.5
     return score - _talk_penalty(sentence)
