@@ -250,3 +250,26 @@ def test_ledger_helpers_refuse_non_text(ws: Workspace) -> None:
     with pytest.raises(MemdirError, match="non-blank header"):
         append_bullets(ws, ["ok"], header="  ")
     assert not ws.path(ws.ledger_rel()).exists()
+
+
+def test_append_waiting_on_a_replaced_file_lands_in_the_new_file(ws: Workspace) -> None:
+    import fcntl
+    import threading
+    import time
+
+    from memdir.workspace import locked_append
+
+    target = ws.path("memory/2026-11-30.md")
+    target.write_text("- old\n", encoding="utf-8")
+    holder = os.open(target, os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # another process is mid-append
+    result: list[tuple[int, int]] = []
+    appender = threading.Thread(target=lambda: result.append(locked_append(target, b"- new\n")))
+    appender.start()
+    time.sleep(0.3)  # let the appender open the old file and wait for its lock
+    ws.write_text("memory/2026-11-30.md", "- old\n- rewritten\n")  # atomic replace meanwhile
+    fcntl.flock(holder, fcntl.LOCK_UN)
+    os.close(holder)
+    appender.join(timeout=30)
+    assert result
+    assert target.read_text(encoding="utf-8") == "- old\n- rewritten\n- new\n"

@@ -109,9 +109,22 @@ def locked_append(target: Path, data: bytes, *, fsync: bool = True) -> tuple[int
     """Append ``data`` to ``target`` in one write under ``fcntl.flock``; repair a torn tail.
 
     If the write fails part-way (disk full, an interrupt), the file is truncated back to its
-    old size, so no partial line is left behind. Returns the byte offsets ``(start, end)`` of
+    old size, so no partial line is left behind. If the file was removed or replaced while this
+    call waited for the lock (an archive move, an atomic rewrite), the append goes to the file
+    now at ``target`` instead of the unlinked one. Returns the byte offsets ``(start, end)`` of
     ``data`` in the file.
     """
+    for _ in range(_APPEND_ATTEMPTS):
+        result = _append_once(target, data, fsync=fsync)
+        if result is not None:
+            return result
+    raise WorkspaceError(f"cannot append to {target}: it keeps being replaced while appending")
+
+
+_APPEND_ATTEMPTS = 20
+
+
+def _append_once(target: Path, data: bytes, *, fsync: bool) -> tuple[int, int] | None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -120,7 +133,10 @@ def locked_append(target: Path, data: bytes, *, fsync: bool = True) -> tuple[int
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            size = os.fstat(fd).st_size
+            info = os.fstat(fd)
+            if info.st_nlink == 0 or not _same_file(target, info):
+                return None  # removed or replaced while we waited: append to the new file
+            size = info.st_size
             prefix = b""
             if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
                 prefix = b"\n"
@@ -140,6 +156,14 @@ def locked_append(target: Path, data: bytes, *, fsync: bool = True) -> tuple[int
         raise WorkspaceError(f"cannot append to {target}: {exc.strerror}") from exc
     finally:
         os.close(fd)
+
+
+def _same_file(target: Path, info: os.stat_result) -> bool:
+    try:
+        current = target.stat()
+    except FileNotFoundError:
+        return False
+    return (current.st_dev, current.st_ino) == (info.st_dev, info.st_ino)
 
 
 @contextlib.contextmanager
