@@ -70,7 +70,7 @@ async def recover_from_overflow(
             msgs,
             counter=compactor.counter,
             evictor=evictor,
-            log=SessionLog(compactor.workspace, session_id),
+            log=compactor.session_log(session_id),
             context_window=context_window,
         )
         if shrunk is not None:
