@@ -13,7 +13,7 @@ import pytest
 from memdir.errors import ConfigError, MemdirError, ModelError
 from memdir.memory import FlushResult, MemoryFlushManager
 from memdir.messages import SUMMARY_NAME, MessageFormatError, Msg, ToolUseBlock
-from memdir.models import KNOWN_KEY, MESSAGES_KEY, TASK_KEY
+from memdir.models import KNOWN_KEY, MESSAGES_KEY, TASK_KEY, ExtractiveModel
 from memdir.testing import FunctionModel, ModelCall, ScriptedModel
 from memdir.workspace import Workspace
 
@@ -434,3 +434,14 @@ async def test_only_system_messages_need_no_model_call(ws: Workspace) -> None:
         [Msg.system("rules")], session_id="s1"
     )
     assert result == FlushResult(skipped="nothing_to_extract", messages_flushed=1)
+
+
+async def test_flushed_message_ids_names_what_was_extracted(ws: Workspace) -> None:
+    from memdir.memory import flushed_message_ids
+
+    assert flushed_message_ids(ws, "s1") == frozenset()
+    msgs = [Msg.user("Remember that I prefer pytest over unittest.")]
+    manager = MemoryFlushManager(ws, ExtractiveModel())
+    await manager.flush_memories(msgs, session_id="s1")
+    assert msgs[0].id in flushed_message_ids(ws, "s1")
+    assert flushed_message_ids(ws, "other") == frozenset()

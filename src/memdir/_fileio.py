@@ -7,17 +7,26 @@ write through symlinks. Errors are :class:`~memdir.errors.WorkspaceError`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-from memdir.errors import WorkspaceError
+from memdir.errors import MemdirError, WorkspaceError
 
-__all__ = ["atomic_create", "atomic_write", "file_lock", "fsync_dir", "locked_append"]
+__all__ = [
+    "async_file_lock",
+    "atomic_create",
+    "atomic_write",
+    "file_lock",
+    "fsync_dir",
+    "locked_append",
+]
 
 
 def fsync_dir(directory: Path) -> None:
@@ -187,4 +196,47 @@ def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
     finally:
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+_POLL_SECONDS = 0.02
+
+
+@contextlib.asynccontextmanager
+async def async_file_lock(path: Path, *, timeout: float) -> AsyncIterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` without blocking the event loop.
+
+    ``flock`` is polled with ``LOCK_NB`` and the coroutine sleeps between tries, so waiting never
+    freezes the loop and a cancelled waiter leaves nothing behind. ``flock`` locks belong to an
+    open file description: two holders in one process exclude each other just like two
+    processes do, and the kernel drops the lock when its holder dies.
+
+    Raises:
+        MemdirError: the lock was not free within ``timeout`` seconds.
+        WorkspaceError: the lock file cannot be created.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot create lock file {path}: {exc.strerror or exc}") from exc
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise MemdirError(
+                        f"lock {path.stem!r} is held by another writer for over {timeout:g} s; "
+                        "try again later"
+                    ) from None
+                await asyncio.sleep(_POLL_SECONDS)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
         os.close(fd)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from memdir._logrecord import redact_message
 from memdir.errors import MemdirError
+from memdir.memory import flushed_message_ids
 from memdir.messages import Msg
 from memdir.sessions import SessionLog
 from memdir.transcripts import Transcript
@@ -101,17 +102,5 @@ def _belongs(ws: Workspace, session_id: str, ids: set[str]) -> bool:
     logged = SessionLog(ws, session_id).ids()
     if logged and logged.isdisjoint(ids):
         return False
-    flushed = _flushed_ids(ws, session_id)
+    flushed = flushed_message_ids(ws, session_id)
     return not (flushed and flushed.isdisjoint(ids))
-
-
-def _flushed_ids(ws: Workspace, session_id: str) -> set[str]:
-    """Ids of messages the flush cursor of ``session_id`` remembers (empty: no cursor).
-
-    ``memdir.memory`` has no public reader of a session's flush cursor yet, so this is the one
-    place that reads its private record; replace it when one exists.
-    """
-    from memdir.memory._cursor import FlushCursor
-
-    cursor = FlushCursor.load(ws, session_id)
-    return set(cursor.recent_ids) | ({cursor.last_id} if cursor.last_id else set())

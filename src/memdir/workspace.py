@@ -22,12 +22,13 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path, PurePosixPath
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memdir._fileio import (
+    async_file_lock,
     atomic_create,
     atomic_write,
     file_lock,
@@ -400,12 +401,26 @@ class Workspace:
             WorkspaceError: the name is not 1-100 characters of ``A-Z a-z 0-9 _ . -``, or the
                 lock file cannot be created.
         """
+        with file_lock(self._lock_path(name)):
+            yield
+
+    @contextlib.asynccontextmanager
+    async def async_lock(self, name: str, *, timeout: float) -> AsyncIterator[None]:
+        """The lock of :meth:`lock`, awaited without blocking the event loop.
+
+        Raises:
+            WorkspaceError: the name is invalid, or the lock file cannot be created.
+            MemdirError: the lock was not free within ``timeout`` seconds.
+        """
+        async with async_file_lock(self._lock_path(name), timeout=timeout):
+            yield
+
+    def _lock_path(self, name: str) -> Path:
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", name):
             raise WorkspaceError(
                 f"invalid lock name {name!r}: use 1-100 characters of A-Z a-z 0-9 _ . -"
             )
-        with file_lock(self.index_dir / "locks" / f"{name}.lock"):
-            yield
+        return self.index_dir / "locks" / f"{name}.lock"
 
 
 def _encode(text: str) -> bytes:

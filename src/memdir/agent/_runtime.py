@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator, Coroutine, Sequence
 from typing import Any, TypeAlias, TypeVar
 
 from memdir.errors import ConfigError, MemdirError
-from memdir.memory._locks import async_lock
 from memdir.messages import Msg
 from memdir.workspace import Workspace
 
@@ -54,7 +53,7 @@ async def session_lock(
         name = "agent-session-" + hashlib.sha256(session_id.encode()).hexdigest()[:40]
     async with local, contextlib.AsyncExitStack() as stack:
         try:
-            await stack.enter_async_context(async_lock(workspace, name, timeout=timeout))
+            await stack.enter_async_context(workspace.async_lock(name, timeout=timeout))
         except MemdirError as exc:
             raise SessionBusyError(
                 f"session {session_id!r} is in use by another process; wait for its call "

@@ -13,7 +13,7 @@ from __future__ import annotations
 from memdir.memory._history import read_log as read_consolidation_log
 from memdir.memory._prompts import DEFAULT_CONSOLIDATION_PROMPT, DEFAULT_FLUSH_PROMPT
 from memdir.memory.consolidate import ConsolidationResult, MemoryConsolidator
-from memdir.memory.flush import FlushResult, MemoryFlushManager
+from memdir.memory.flush import FlushResult, MemoryFlushManager, flushed_message_ids
 from memdir.memory.maintenance import (
     MaintenanceConfig,
     MaintenanceReport,
@@ -30,5 +30,6 @@ __all__ = [
     "MemoryConsolidator",
     "MemoryFlushManager",
     "MemoryMaintenanceScheduler",
+    "flushed_message_ids",
     "read_consolidation_log",
 ]

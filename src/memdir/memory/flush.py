@@ -33,7 +33,6 @@ from memdir.memory._checks import (
 )
 from memdir.memory._cursor import FlushCursor
 from memdir.memory._entries import parse_bullets
-from memdir.memory._locks import async_lock
 from memdir.memory._prompts import DEFAULT_FLUSH_PROMPT, flush_request
 from memdir.memory._testpoint import pause_point
 from memdir.messages import SUMMARY_NAME, Msg
@@ -45,7 +44,12 @@ from memdir.workspace import Workspace
 if TYPE_CHECKING:
     from memdir.index import MemoryIndex
 
-__all__ = ["ConsolidationRequester", "FlushResult", "MemoryFlushManager"]
+__all__ = [
+    "ConsolidationRequester",
+    "FlushResult",
+    "MemoryFlushManager",
+    "flushed_message_ids",
+]
 
 log = logging.getLogger("memdir.memory")
 
@@ -131,6 +135,20 @@ class _Accumulator:
         )
 
 
+def flushed_message_ids(workspace: Workspace, session_id: str) -> frozenset[str]:
+    """Ids of the messages of ``session_id`` that the flush has already extracted.
+
+    The flush cursor remembers the newest flushed message and a window of recent ids; an empty
+    set means the session was never flushed. Used to recognise a conversation that was already
+    ingested.
+    """
+    cursor = FlushCursor.load(workspace, validate_session_id(session_id))
+    ids = set(cursor.recent_ids)
+    if cursor.last_id:
+        ids.add(cursor.last_id)
+    return frozenset(ids)
+
+
 class MemoryFlushManager:
     """Extracts new facts from conversations into the daily ledger, exactly once.
 
@@ -207,7 +225,7 @@ class MemoryFlushManager:
         validate_session_id(session_id)
         messages = as_list(messages, "flush_memories", of_msgs=True)
         acc = _Accumulator()
-        async with async_lock(self.workspace, _lock_name(session_id), timeout=self.lock_timeout):
+        async with self.workspace.async_lock(_lock_name(session_id), timeout=self.lock_timeout):
             cursor = FlushCursor.load(self.workspace, session_id)
             self._recover(cursor)
             new = cursor.select_new(messages)
