@@ -175,6 +175,14 @@ def _same_file(target: Path, info: os.stat_result) -> bool:
     return (current.st_dev, current.st_ino) == (info.st_dev, info.st_ino)
 
 
+def _open_lock_file(path: Path) -> int:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot create lock file {path}: {exc.strerror or exc}") from exc
+
+
 @contextlib.contextmanager
 def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
     """Hold an ``fcntl.flock`` on ``path`` (created if missing) for the ``with`` block.
@@ -182,11 +190,7 @@ def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
     Raises:
         WorkspaceError: the lock file cannot be created or locked.
     """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise WorkspaceError(f"cannot create lock file {path}: {exc.strerror or exc}") from exc
+    fd = _open_lock_file(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
@@ -215,11 +219,7 @@ async def async_file_lock(path: Path, *, timeout: float) -> AsyncIterator[None]:
         MemdirError: the lock was not free within ``timeout`` seconds.
         WorkspaceError: the lock file cannot be created.
     """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise WorkspaceError(f"cannot create lock file {path}: {exc.strerror or exc}") from exc
+    fd = _open_lock_file(path)
     try:
         deadline = time.monotonic() + timeout
         while True:
