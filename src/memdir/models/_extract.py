@@ -8,17 +8,9 @@ session log, a wrong one pollutes memory.
 from __future__ import annotations
 
 import functools
-import json
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
-
-from memdir.messages import ToolUseBlock
 
 __all__ = [
-    "Artifact",
-    "artifacts_in_call",
-    "artifacts_in_text",
     "clip",
     "cue_kind",
     "cue_kinds",
@@ -232,104 +224,3 @@ def near_duplicate(a: str, b: str) -> bool:
     if len(sa & sb) / len(sa | sb) < needed:
         return False
     return not ((sa ^ sb) & (name_tokens(a) | name_tokens(b)))
-
-
-# -- artifacts -------------------------------------------------------------------------------
-
-Artifact = tuple[str, str]
-"""``(kind, value)`` with kind ``file``, ``url``, ``command`` or ``id``."""
-
-_URL = re.compile(r"https?://[^\s<>\"'`)\]}，。、；）]+")
-_EXT = (
-    r"py|pyi|md|txt|rst|json|jsonl|ya?ml|toml|ini|cfg|conf|env|js|mjs|ts|tsx|jsx|go|rs|java|kt|"
-    r"c|h|cc|cpp|hpp|cs|rb|php|sh|bash|zsh|sql|html?|css|scss|csv|tsv|log|lock|xml|ipynb|pdf|"
-    r"png|jpe?g|gif|svg|docx?|xlsx?|pptx?|zip|tar|gz|db|sqlite"
-)
-_P = r"[A-Za-z0-9_.@+-]"  # path characters (ASCII: CJK text around a path is not part of it)
-_NOT_BEFORE = r"(?<![A-Za-z0-9_/.:@+-])"
-_PATH = re.compile(
-    _NOT_BEFORE + r"(?:~/|\.{1,2}/|/)?(?:" + _P + r"+/)*" + _P + r"+\.(?:" + _EXT + r")"
-    r"(?![A-Za-z0-9_])"
-    r"|" + _NOT_BEFORE + r"(?:~/|\.{1,2}/|/)(?:" + _P + r"+/)*" + _P + r"+/?"
-)
-_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
-_SHA = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
-_ISSUE = re.compile(r"(?<![\w&])#\d{1,7}\b")
-_BACKTICK = re.compile(r"`([^`\n]{2,200})`")
-_DOLLAR = re.compile(r"^\s*\$ (.{2,200})$", re.MULTILINE)
-_COMMAND_WORDS = (
-    "git python python3 pip pip3 pytest uv uvx npm npx yarn pnpm node make cmake docker "
-    "kubectl helm cargo go rustc ruff mypy curl wget ls cd cat grep rg sed awk find mkdir rm "
-    "cp mv chmod ssh scp bash sh zsh memdir brew apt apt-get systemctl psql sqlite3 mvn "
-    "gradle java tar unzip export source sudo"
-)
-_COMMANDS = frozenset(_COMMAND_WORDS.split())
-_PATH_KEYS = frozenset({"path", "file", "file_path", "filepath", "filename", "dir", "directory"})
-_URL_KEYS = frozenset({"url", "uri", "link", "href", "endpoint"})
-_COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell"})
-
-
-def _looks_like_path(candidate: str) -> bool:
-    body = candidate.strip("/")
-    if not body or not re.search(r"[A-Za-z]", body):
-        return False  # dates such as 2026/11/30, fractions
-    return "/" in body or "." in body.rsplit("/", 1)[-1] or candidate.startswith(("~/", "./"))
-
-
-def artifacts_in_text(text: str) -> list[Artifact]:
-    """File paths, URLs, commands and ids mentioned in ``text``, in order of appearance."""
-    found: list[tuple[int, Artifact]] = []
-    for match in _BACKTICK.finditer(text):
-        first = match.group(1).split(maxsplit=1)[0]
-        if first in _COMMANDS:
-            found.append((match.start(), ("command", match.group(1).strip())))
-    for match in _DOLLAR.finditer(text):
-        found.append((match.start(), ("command", match.group(1).strip())))
-    for match in _URL.finditer(text):
-        found.append((match.start(), ("url", match.group(0).rstrip(".,;:!?'\""))))
-    without_urls = _URL.sub(lambda m: " " * len(m.group(0)), text)
-    for match in _PATH.finditer(without_urls):
-        value = match.group(0).rstrip(".,;:")
-        if _looks_like_path(value):
-            found.append((match.start(), ("file", value)))
-    for pattern in (_UUID, _SHA, _ISSUE):
-        for match in pattern.finditer(without_urls):
-            found.append((match.start(), ("id", match.group(0))))
-    found.sort(key=lambda item: item[0])
-    return [artifact for _, artifact in found]
-
-
-def artifacts_in_call(call: ToolUseBlock) -> list[Artifact]:
-    """Artifacts named in a tool call's arguments (keys such as ``path``, ``url``, ``command``)."""
-    out: list[Artifact] = []
-    for key, value in _walk(call.input):
-        low = key.lower()
-        if isinstance(value, str) and value.strip():
-            value = value.strip()
-            if low in _PATH_KEYS or low.endswith(("_path", "_file")):
-                out.append(("file", clip(value, 200)))
-            elif low in _URL_KEYS:
-                out.append(("url", clip(value, 300)))
-            elif low in _COMMAND_KEYS:
-                out.append(("command", clip(value, 200)))
-            elif (low == "id" or low.endswith(("_id", "id"))) and len(value) <= 80:
-                out.append(("id", value))
-            else:
-                out.extend(artifacts_in_text(value))
-        elif isinstance(value, int | float) and not isinstance(value, bool) and low.endswith("id"):
-            out.append(("id", json.dumps(value)))
-    return out
-
-
-def _walk(data: Mapping[str, Any], depth: int = 0) -> Iterable[tuple[str, Any]]:
-    for key, value in data.items():
-        if isinstance(value, Mapping) and depth < 3:
-            yield from _walk(value, depth + 1)
-        elif isinstance(value, list) and depth < 3:
-            for item in value[:50]:
-                if isinstance(item, Mapping):
-                    yield from _walk(item, depth + 1)
-                else:
-                    yield str(key), item
-        else:
-            yield str(key), value
