@@ -166,10 +166,10 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
     if not lists:
         return []
     pre = _pre_rank(lists, wanted)
-    if len(main) >= 2 and min(df for _, df, _ in main) >= per_term:
-        # Even the rarest term's list was cut short, so rows holding several terms may be
-        # missing (otherwise every such row is already in ``pre`` through the rarest list).
-        _add_conjunctions(engine, main, pre, wanted, (len(main), MAX_AND_TERMS, 2))
+    if 2 <= len(main) <= MAX_AND_TERMS and max(df for _, df, _ in main) >= per_term:
+        # A common term's list was cut short: rows holding every term may be missing, or be
+        # undercounted in ``pre``. An AND is cheap (FTS5 skips through the posting lists).
+        _add_conjunctions(engine, main, pre, wanted, (len(main), 2))
     elif len(main) > MAX_AND_TERMS:
         # A long query (a pasted line): its rarest terms together pin the line down, while
         # the pre-rank undercounts rows whose other terms sat in cut-short lists.
