@@ -53,9 +53,9 @@ class RankConfig:
     recency_days: float = 30.0
     curated_boost: float = 0.15
     context_weight: float = 0.3
-    context_top: int = 30
+    context_top: int = 10
     candidates: int = 40
-    postings_budget: int = 2_000
+    postings_budget: int = 1_000
 
 
 DEFAULT = RankConfig()
@@ -79,29 +79,23 @@ class ScoredRow:
     row: StoredRow
 
 
-_Analysis = tuple[int, dict[str, list[int]]]
-_CACHE: dict[str, _Analysis] = {}
-_CACHE_MAX = 4_096  # a few MB; the rows of recent queries recur
+def _analyse(content: str, prefixes: frozenset[str]) -> tuple[int, dict[str, list[int]]]:
+    """Token count of a span and the positions of its tokens that may match a query term.
 
-
-def _analyse(content: str) -> _Analysis:
-    """Token count and positions by stemmed token of a span (cached: rows recur)."""
-    cached = _CACHE.get(content)
-    if cached is not None:
-        return cached
-    where: dict[str, list[int]] = {}
+    Only tokens sharing their first two characters with a query token are stemmed: Porter
+    stemming never changes the first two letters, so the others cannot match.
+    """
     tokens = text_tokens(content)
-    for i, token in enumerate(map(stem, tokens)):
-        found = where.get(token)
-        if found is None:
-            where[token] = [i]
-        else:
-            found.append(i)
-    if len(_CACHE) >= _CACHE_MAX:
-        _CACHE.clear()
-    result = (len(tokens), where)
-    _CACHE[content] = result
-    return result
+    where: dict[str, list[int]] = {}
+    for i, token in enumerate(tokens):
+        if token[:2] in prefixes:
+            key = stem(token)
+            found = where.get(key)
+            if found is None:
+                where[key] = [i]
+            else:
+                found.append(i)
+    return len(tokens), where
 
 
 def _positions(where: dict[str, list[int]], term: tuple[str, ...]) -> list[int]:
@@ -127,6 +121,7 @@ class Scorer:
         config: RankConfig,
     ) -> None:
         self.terms = terms
+        self.prefixes = frozenset(token[:2] for term in terms for token in term.tokens)
         self.total_idf = sum(term.idf for term in terms if not term.part)
         self.avgdl = max(avgdl, 1.0)
         self.newest_day = newest_day
@@ -135,7 +130,7 @@ class Scorer:
     def score(self, row: StoredRow) -> float:
         """Relevance of one row on its own (0: no query term in it)."""
         config = self.config
-        length, index = _analyse(row.content)
+        length, index = _analyse(row.content, self.prefixes)
         norm = config.k1 * (1 - config.b + config.b * (length or 1) / self.avgdl)
         bm25 = 0.0
         matched_idf = 0.0
