@@ -94,3 +94,31 @@ def test_neighbour_of_a_strong_match_is_lifted(ws: Workspace, index: MemoryIndex
     assert hits.index(("memory/2026-11-01.md", 3)) < hits.index(("memory/2026-11-01.md", 8))
     # Lines without any query term are never returned.
     assert ("memory/2026-11-01.md", 4) not in hits
+
+
+def test_chinese_query_adds_character_pairs_without_function_words() -> None:
+    from memdir.index._query import analyze_query
+
+    terms = {"".join(t.tokens): t for t in analyze_query("我的元旦晚会表演")}
+    # Pairs across word boundaries are searched too, at lower rank than the words.
+    assert terms["旦晚"].part == "bi"
+    assert terms["表演"].part == ""  # a word stays a word
+    assert terms["晚会"].part == "sub"
+    # Pairs holding a particle or pronoun carry no topic.
+    assert "我的" not in terms and "的元" not in terms
+
+
+def test_long_query_need_not_cover_every_term(ws: Workspace, index: MemoryIndex) -> None:
+    # A pasted dialogue: the line naming its two rarest topics wins over one that repeats
+    # a common word, even though it covers a small share of the query.
+    ws.write_text(
+        "memory/2026-11-01.md",
+        "- 09:00 kayak trip to the fjord planned\n"
+        + "".join(f"- 09:{i:02d} we talked today about nothing\n" for i in range(1, 30)),
+    )
+    index.refresh()
+    query = (
+        "we talked today about the kayak and the fjord, talked about weather, lunch, "
+        "coffee, music, books, trains, friends, work, shoes, rain and the garden"
+    )
+    assert _lines(index, query)[0] == ("memory/2026-11-01.md", 1)

@@ -8,7 +8,9 @@ term becomes a double-quoted phrase of word characters, so quotes, ``*``, ``NEAR
   Words joined by ``-./:@`` (``2026-01-05``, ``gpt-4o``) stay one phrase.
 * Chinese runs are cut into words with ``rjieba`` when it is installed (imported lazily),
   else into overlapping character pairs. A run of one or two characters is kept whole, so
-  ``市长`` matches inside ``南京市长江大桥``.
+  ``市长`` matches inside ``南京市长江大桥``. The overlapping character pairs of a longer run
+  are added as partial terms (pairs holding a one-character function word are dropped): they
+  match what the segmenter cut differently.
 * Katakana runs stay whole (loan words); hiragana runs (mostly particles and endings) and
   Korean words longer than two syllables become overlapping pairs, which tolerates the
   particles glued to Korean words.
@@ -40,6 +42,8 @@ _SEGMENTS = re.compile(
 )
 _PART = re.compile(_WORD)
 _CLITICS = frozenset({"s", "t", "ll", "re", "ve", "d", "m"})
+_ZH_STOP_CHARS = frozenset(w for w in ZH_STOPWORDS if len(w) == 1)
+_PARTS = ("", "sub", "bi")
 _UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f\ud800-\udfff]")
 
 
@@ -54,7 +58,7 @@ class Term:
         count: how often the term occurs in the query.
         part: ``""`` for a word of the query; ``"sub"`` for a shorter word inside a long
             Chinese word (``晚会`` in ``元旦晚会``): a partial match, weighted lower and left
-            out of coverage.
+            out of coverage; ``"bi"`` for an overlapping character pair of a Chinese run.
     """
 
     tokens: tuple[str, ...]
@@ -95,6 +99,11 @@ def _han_words(run: str) -> list[str]:
     if _segmenter is None:
         return _bigrams(run)
     return [word for word in _segmenter(run) if word.strip()]
+
+
+def _stop_pair(pair: str) -> bool:
+    """A character pair that carries no topic: a function word, or one glued to a particle."""
+    return pair in ZH_STOPWORDS or pair[0] in _ZH_STOP_CHARS or pair[1] in _ZH_STOP_CHARS
 
 
 def _sub_words(word: str) -> list[str]:
@@ -149,6 +158,10 @@ def _terms(query: str) -> Iterator[Term]:
                     continue
                 for sub in _sub_words(word):
                     yield Term(tuple(sub), cjk=True, part="sub")
+            if len(text) > 2:
+                for pair in _bigrams(text):
+                    if not _stop_pair(pair):
+                        yield Term(tuple(pair), cjk=True, part="bi")
         elif kind == "kata":
             yield Term(tuple(text), cjk=True)
         elif kind == "hira":
@@ -175,7 +188,7 @@ def analyze_query(query: str) -> list[Term]:
                 seen[term.tokens] = term
             continue
         # A word that is also part of another word counts as a word; repeats add weight.
-        part = min(known.part, term.part, key=("", "sub").index)
+        part = min(known.part, term.part, key=_PARTS.index)
         count = known.count + 1 if not term.part else known.count
         if known.part and not term.part:
             count = 1
@@ -184,6 +197,10 @@ def analyze_query(query: str) -> list[Term]:
     words = [t for t in seen.values() if not t.part]
     content = [t for t in words if not t.stop][:MAX_TERMS]
     stops = [t for t in words if t.stop][: MAX_TERMS - len(content)]
-    parts = [t for t in seen.values() if t.part and not t.stop][:MAX_TERMS]
+    parts = [
+        t
+        for kind in _PARTS[1:]
+        for t in [t for t in seen.values() if t.part == kind and not t.stop][:MAX_TERMS]
+    ]
     keep = {term.tokens for term in content + stops + parts}
     return [term for term in seen.values() if term.tokens in keep]

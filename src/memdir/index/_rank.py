@@ -5,7 +5,9 @@ The engine finds a few hundred candidates cheaply; this module scores them preci
 * **BM25** per query term (idf from the whole index, length-normalised term frequency), each
   term weighted by how often the query repeats it;
 * **coverage**: the BM25 sum is scaled by the share of the query's idf mass the span contains,
-  so a line that answers the whole question beats one that repeats a single word;
+  so a line that answers the whole question beats one that repeats a single word (the mass of
+  the ``coverage_terms`` rarest terms counts as full: a pasted dialogue needs no line that
+  covers most of its words);
 * **proximity**: matched terms standing close together earn a bonus (BM25TP-style);
 * **recency**: spans from recent daily files get a small boost, relative to the newest day in
   the index (not the wall clock, so an old archive ranks the same today and next year);
@@ -46,9 +48,12 @@ class RankConfig:
     k1: float = 1.2
     b: float = 0.75
     coverage_power: float = 1.0
+    coverage_terms: int = 8
     proximity_weight: float = 0.25
     proximity_adjacent: bool = True
     subword_weight: float = 0.5
+    bigram_weight: float = 1.0
+    query_tf: float = 0.5
     recency_weight: float = 0.1
     recency_days: float = 30.0
     curated_boost: float = 0.15
@@ -122,7 +127,10 @@ class Scorer:
     ) -> None:
         self.terms = terms
         self.prefixes = frozenset(token[:2] for term in terms for token in term.tokens)
-        self.total_idf = sum(term.idf for term in terms if not term.part)
+        idfs = sorted((term.idf for term in terms if not term.part), reverse=True)
+        if config.coverage_terms:
+            idfs = idfs[: config.coverage_terms]
+        self.total_idf = sum(idfs)
         self.avgdl = max(avgdl, 1.0)
         self.newest_day = newest_day
         self.config = config
@@ -148,7 +156,8 @@ class Scorer:
             return 0.0
         score = bm25
         if config.coverage and self.total_idf > 0:
-            score *= (matched_idf / self.total_idf) ** config.coverage_power
+            share = min(1.0, matched_idf / self.total_idf)
+            score *= share**config.coverage_power
         if config.proximity and len(found) > 1:
             bonus = 0.0
             for i in range(len(found)):

@@ -138,7 +138,7 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
     if total == 0:
         return []
     config = _rank.DEFAULT
-    scale = {"": 1.0, "sub": config.subword_weight}
+    scale = {"": 1.0, "sub": config.subword_weight, "bi": config.bigram_weight}
     active = [term for term in active if scale[term.part] > 0]
     wanted = max(config.candidates, limit * 3)
     if len(active) == 1:
@@ -156,7 +156,7 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
         wt = WeightedTerm(
             tuple(stem(fold(token)) for token in term.tokens),
             idf(df, total),
-            scale[term.part] * (1 + math.log(term.count)),
+            scale[term.part] * (1 + config.query_tf * math.log(term.count)),
             part=bool(term.part),
         )
         weighted.append(wt)
