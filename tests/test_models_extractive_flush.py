@@ -7,6 +7,7 @@ with the chatter they would not.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, date, datetime
 
 import pytest
@@ -377,3 +378,20 @@ def test_a_greeting_before_a_self_introduction_does_not_hide_it() -> None:
     assert "林晓雯" in kept and "数据平台" in kept
     assert extract_facts([Msg.user("谢谢，我明天再试试。")], "") == NO_REPLY
     assert extract_facts([Msg.user("你好呀，好久不见！")], "") == NO_REPLY
+
+
+async def test_a_loop_of_flushes_can_be_cancelled() -> None:
+    calls = 0
+
+    async def flush_forever() -> None:
+        nonlocal calls
+        for _ in range(200):
+            await asyncio.wait_for(flush(CHAT), timeout=600)
+            calls += 1
+
+    task = asyncio.create_task(flush_forever())
+    await asyncio.sleep(0)  # let the loop start its first call
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert calls < 200

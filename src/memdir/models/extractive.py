@@ -21,6 +21,7 @@ user message. It never calls tools.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -78,6 +79,9 @@ class ExtractiveModel:
         Raises:
             ModelError: the request's task metadata is malformed.
         """
+        # The work below is CPU-only; yielding before and after it gives a pending
+        # cancellation (Ctrl-C, a timeout) a chance to land between calls.
+        await asyncio.sleep(0)
         last = next((m for m in reversed(messages) if m.role == "user"), None)
         meta: dict[str, Any] = dict(last.metadata) if last is not None else {}
         task = meta.get(TASK_KEY)
@@ -95,6 +99,7 @@ class ExtractiveModel:
             raise ModelError(f"extractive: unknown task {task!r}; expected one of {_TASKS}")
         else:
             text = _reply(messages)
+        await asyncio.sleep(0)
         return ModelResponse(message=Msg.assistant(text), stop_reason="stop")
 
 
