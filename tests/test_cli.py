@@ -153,6 +153,14 @@ def test_add_reindexes_the_ledger_it_wrote(root: Path) -> None:
     assert run(root, "add", "  ").exit_code == 1
 
 
+def test_add_masks_secrets_and_says_so(root: Path) -> None:
+    result = run(root, "add", "the deploy password=hunter2secret")
+    assert result.exit_code == 0, result.output
+    rel = result.stdout.strip().split("#")[0]
+    assert "hunter2secret" not in (root / rel).read_text(encoding="utf-8")
+    assert "1 secret was masked" in result.stderr
+
+
 def test_mcp_without_the_package_says_how_to_install_it(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

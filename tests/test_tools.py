@@ -320,6 +320,15 @@ def test_add_appends_a_block_and_indexes_it_at_once(ws: Workspace) -> None:
     assert [(h.path, h.line_number) for h in hits] == [("memory/2026-11-30.md", 3)]
 
 
+def test_add_masks_secrets_before_writing(ws: Workspace) -> None:
+    out = memory_add("password=hunter2secret api_key: abcd1234efgh5678", workspace=ws)
+    assert out.startswith("Saved 1 bullet to memory/2026-11-30.md#L3-L3.")
+    assert "2 secrets were masked" in out
+    text = (ws.root / "memory/2026-11-30.md").read_text(encoding="utf-8")
+    assert "hunter2secret" not in text and "abcd1234efgh5678" not in text
+    assert "[REDACTED:" in text
+
+
 def test_add_several_lines_become_several_bullets(ws: Workspace) -> None:
     memory_add("first fact", workspace=ws)
     out = memory_add("- 第二条：王磊负责备份\n\n  third fact  \n", workspace=ws)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from memdir.errors import MemdirError, ToolInputError, WorkspaceError
 from memdir.ledger import append_bullets
+from memdir.redact import Redactor
 from memdir.workspace import ARCHIVE_DIR, MEMORY_DIR, MEMORY_MD, Workspace
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ _INT_TEXT = re.compile(r"\s*[+-]?\d{1,9}\s*")
 _CITE_HASH = re.compile(r"(?P<path>.+?)#L(?P<start>\d{1,9})(?:-L?(?P<end>\d{1,9}))?")
 _CITE_COLON = re.compile(r"(?P<path>.+?):(?P<start>\d{1,9})(?:-(?P<end>\d{1,9}))?")
 _LEDGER_FILE = re.compile(r"\d{4}-\d{2}-\d{2}\.md")
+_REDACTOR = Redactor()
 
 
 def _kind(value: object) -> str:
@@ -193,12 +195,17 @@ def read_memory(ws: Workspace, path: str, start_line: int, num_lines: int | None
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AddResult:
-    """Where :func:`add_memory` wrote; ``index_error`` says why the index could not follow."""
+    """Where :func:`add_memory` wrote.
+
+    ``masked`` counts the secrets replaced by ``[REDACTED:<kind>]`` before writing;
+    ``index_error`` says why the index could not follow.
+    """
 
     path: str
     first_line: int
     last_line: int
     bullets: int
+    masked: int = 0
     index_error: str | None = None
 
     @property
@@ -207,8 +214,17 @@ class AddResult:
         return f"{self.path}#L{self.first_line}-L{self.last_line}"
 
 
-def add_memory(ws: Workspace, text: str) -> AddResult:
+def masked_note(count: int) -> str:
+    """The sentence telling the user how many secrets an add masked."""
+    noun = "secret was" if count == 1 else "secrets were"
+    return f"{count} {noun} masked as [REDACTED:<kind>]."
+
+
+def add_memory(ws: Workspace, text: str, *, redactor: Redactor | None = None) -> AddResult:
     """Append each non-blank line of ``text`` as a bullet to today's ledger, then re-index it.
+
+    Secrets are masked first (``redactor``, default the built-in patterns), like everything
+    else written to a ledger.
 
     The write comes first and is never undone: if indexing fails the bullets are still on
     disk (the next search's refresh picks them up) and ``index_error`` says what happened.
@@ -223,6 +239,10 @@ def add_memory(ws: Workspace, text: str) -> AddResult:
         max_chars=len(text) if isinstance(text, str) else 0,
         hint="give the fact to remember",
     )
+    masker = redactor if redactor is not None else _REDACTOR
+    masked = sum(masker.findings(text).values())
+    if masked:
+        text = masker.redact(text)
     bullets = [line.strip() for line in text.splitlines() if line.strip()]
     rel, first, last = append_bullets(ws, bullets, header=ADD_HEADER)
     index_error: str | None = None
@@ -232,7 +252,12 @@ def add_memory(ws: Workspace, text: str) -> AddResult:
         logger.warning("could not re-index %s after an add: %s", rel, type(exc).__name__)
         index_error = str(exc) or type(exc).__name__
     return AddResult(
-        path=rel, first_line=first, last_line=last, bullets=len(bullets), index_error=index_error
+        path=rel,
+        first_line=first,
+        last_line=last,
+        bullets=len(bullets),
+        masked=masked,
+        index_error=index_error,
     )
 
 

@@ -31,6 +31,7 @@ from memdir._toolcore import (
     check_int,
     check_text,
     close_shared_indexes,
+    masked_note,
     parse_citation,
     read_memory,
     shared_index,
@@ -260,6 +261,8 @@ def memory_add(text: str, *, workspace: WorkspaceArg = None) -> str:
     result = add_memory(ws, body)
     noun = "bullet" if result.bullets == 1 else "bullets"
     message = f"Saved {result.bullets} {noun} to {result.citation}."
+    if result.masked:
+        message += f" {masked_note(result.masked)}"
     if result.index_error:
         message += f" (Search will find it after the index catches up: {result.index_error})"
     return message

@@ -32,13 +32,15 @@ def add(state: CliState, text: str) -> None:
     The ledger is re-indexed right away, so 'memdir search' finds the new bullets. Prints
     the citation of what was written (PATH#Lstart-Lend) on stdout.
     """
-    from memdir._toolcore import add_memory
+    from memdir._toolcore import add_memory, masked_note
 
     raw = sys.stdin.read() if text == "-" else text
     if not raw.strip():
         raise MemdirError("nothing to add: the text is blank")
     result = add_memory(state.workspace(), raw)
     click.echo(result.citation)
+    if result.masked:
+        info(masked_note(result.masked))
     if result.index_error:
         info(f"warning: saved, but the search index was not updated: {result.index_error}")
 
