@@ -286,6 +286,26 @@ async def test_model_failure_keeps_the_input_and_the_call_can_be_resumed(ws: Wor
         await agent.call()
 
 
+async def test_discard_unanswered_takes_back_a_failed_input_only(ws: Workspace) -> None:
+    model = ScriptedModel(
+        ["first answer", ModelError("down"), _calls(("c1", "nosuch", {})), ModelError("down")]
+    )
+    agent = _agent(ws, model)
+    await agent.call("first")
+    assert await agent.discard_unanswered() == []  # the session ends with a reply
+    with pytest.raises(ModelError):
+        await agent.call("second")
+    removed = await agent.discard_unanswered()
+    assert [m.text for m in removed] == ["second"]
+    assert [m.text for m in agent.history()] == ["first", "first answer"]
+    # Reloaded from the file by another agent: the removal was persisted.
+    assert [m.text for m in _agent(ws, model).history()] == ["first", "first answer"]
+    with pytest.raises(ModelError):
+        await agent.call("third")  # a tool round ran before the failure
+    assert await agent.discard_unanswered() == []  # the tool results stay, paired
+    assert [m.role for m in agent.history()][-3:] == ["user", "assistant", "tool"]
+
+
 async def test_cancelled_call_leaves_a_valid_history(ws: Workspace) -> None:
     gate = asyncio.Event()
 

@@ -126,9 +126,23 @@ def test_a_model_error_does_not_end_the_chat(
 ) -> None:
     fake = FakeAgentModel(fail_on="boom")
     code, out, err, _ = _chat(tmp_path, monkeypatch, "boom\nStill there?\n", fake)
-    assert code == 0
+    assert code == 1  # piped input: a message without a reply is a failure
     assert "Error: the provider answered 503" in err
-    assert "ok (" in out
+    assert "send it again to retry" in err
+    assert "ok (1 messages)" in out  # the failed message did not stay in the conversation
+
+
+def test_failed_attempts_leave_no_unanswered_messages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeAgentModel(fail_on="boom")
+    for _ in range(3):
+        code, _, err, _ = _chat(tmp_path, monkeypatch, "boom, please\n", fake)
+        assert code == 1 and "resuming" not in err
+    code, out, err, _ = _chat(tmp_path, monkeypatch, "Hello.\n", fake)
+    assert code == 0 and "resuming" not in err and "ok (1 messages)" in out
+    state = json.loads((tmp_path / "ws" / "sessions" / "chat.state.json").read_text("utf-8"))
+    assert [m["role"] for m in state["messages"]] == ["user", "assistant"]
 
 
 def test_a_model_must_be_chosen(tmp_path: Path) -> None:

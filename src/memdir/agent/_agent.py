@@ -66,7 +66,7 @@ from memdir.memory import (
     MemoryFlushManager,
     MemoryMaintenanceScheduler,
 )
-from memdir.messages import Msg, ToolResultBlock, ToolUseBlock
+from memdir.messages import SUMMARY_NAME, Msg, ToolResultBlock, ToolUseBlock
 from memdir.models import ChatModel, ModelResponse, ToolSpec
 from memdir.sessions import validate_session_id
 from memdir.workspace import Workspace
@@ -274,6 +274,35 @@ class HarnessAgent:
         """Start the session afresh (the stored conversation is emptied, memory is kept)."""
         sid = validate_session_id(session_id or self.session_id)
         self._commit(sid, [])
+
+    async def discard_unanswered(self, *, session_id: str | None = None) -> list[Msg]:
+        """Remove the user messages at the end of the session that no reply answers.
+
+        A call whose model failed before answering keeps its input, so ``call()`` with no
+        input can retry it. An interface where the user retries by sending the text again
+        calls this instead, so a failed attempt does not stay in the conversation. Tool
+        results and compaction summaries are never removed.
+
+        Args:
+            session_id: the session (default: the agent's).
+
+        Returns:
+            The removed messages, oldest first (empty when the session ends with a reply).
+
+        Raises:
+            SessionBusyError: another process kept the session busy for ``lock_timeout``.
+        """
+        sid = validate_session_id(session_id or self.session_id)
+        lock = self._locks.setdefault(sid, asyncio.Lock())
+        async with session_lock(lock, self.workspace, sid, timeout=self.lock_timeout):
+            history = self._history(sid)
+            cut = len(history)
+            while cut and _unanswered_input(history[cut - 1]):
+                cut -= 1
+            removed = history[cut:]
+            if removed:
+                self._commit(sid, history[:cut])
+            return removed
 
     async def compact(
         self,
@@ -601,6 +630,11 @@ class HarnessAgent:
 
     def __exit__(self, *exc: object) -> None:
         self.close_sync()
+
+
+def _unanswered_input(msg: Msg) -> bool:
+    """Whether ``msg`` is user input (not a summary, not tool results) at the session's end."""
+    return msg.role == "user" and msg.name != SUMMARY_NAME and not msg.tool_results
 
 
 def _paired(result: ToolResultBlock, call_id: str) -> ToolResultBlock:

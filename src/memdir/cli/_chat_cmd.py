@@ -70,6 +70,8 @@ class ChatRepl:
         self.err = err
         self.prompt = prompt
         self.loop = asyncio.new_event_loop()
+        self.failed = False
+        """Whether a turn failed (the model could not be called or answered with an error)."""
         if agent.compaction_hook is not None:
             agent.compaction_hook.compactor.add_listener(self._on_compaction)
 
@@ -114,9 +116,28 @@ class ChatRepl:
             task.cancel()
             self.loop.run_until_complete(asyncio.gather(task, return_exceptions=True))
             self.err.print("(interrupted; the conversation keeps what was completed)")
+            self._withdraw()
+        except MemdirError as exc:
+            self.failed = True
+            self.err.print(f"Error: {exc}", markup=False)
+            self._withdraw()
+        self._settle(marks)
+
+    def _withdraw(self) -> None:
+        """Take the unanswered input of a failed turn back out of the session.
+
+        The user retries by sending the text again, so it must not stay behind (each failed
+        attempt would otherwise add another unanswered message).
+        """
+        try:
+            removed = self.loop.run_until_complete(
+                self.agent.discard_unanswered(session_id=self.session_id)
+            )
         except MemdirError as exc:
             self.err.print(f"Error: {exc}", markup=False)
-        self._settle(marks)
+            return
+        if removed:
+            self.err.print("(your message was not kept; send it again to retry)")
 
     async def _stream(self, text: str) -> None:
         async for event in self.agent.stream(text, session_id=self.session_id):
@@ -299,6 +320,8 @@ def chat_cmd(
     \b
     /compact /memory /search QUERY /new /help /exit (or Ctrl-D)
     Ctrl-C stops the current reply; at the prompt it leaves (exit code 130).
+    A message that got no reply (the model failed) is not kept: send it again to retry.
+    With input from a pipe, the exit code is 1 if any message got no reply.
     """
     from memdir.agent import HarnessAgent
 
@@ -316,3 +339,6 @@ def chat_cmd(
         agent, agent.session_id, out=out_console, err=err_console, prompt=sys.stdin.isatty()
     )
     repl.run(_lines(sys.stdin))
+    if repl.failed and not repl.prompt:
+        # Scripted input: a turn that got no reply is a failure the caller must see.
+        raise SystemExit(1)
