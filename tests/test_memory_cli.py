@@ -54,8 +54,33 @@ def test_consolidate_then_history(root: Path) -> None:
 
 
 def test_history_of_a_fresh_workspace_is_empty(tmp_path: Path) -> None:
+    assert run(tmp_path, "init").exit_code == 0
     result = run(tmp_path, "memory", "history", "--json")
     assert result.exit_code == 0 and json.loads(result.output) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "foo"),
+        ("get", "MEMORY.md"),
+        ("index",),
+        ("mcp",),
+        ("memory", "history"),
+        ("consolidate", "--dry-run"),
+        ("maintain", "--once"),
+    ],
+)
+def test_reading_a_mistyped_workspace_fails_and_creates_nothing(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    typo = tmp_path / "typo"
+    result = run(typo, *args)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        f"Error: no memdir workspace at {typo}: run 'memdir init' (or pass -w)"
+    )
+    assert not typo.exists()
 
 
 def test_maintain_once_archives_and_consolidates(root: Path) -> None:

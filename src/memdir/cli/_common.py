@@ -12,7 +12,8 @@ from typing import Any, Protocol
 import click
 from rich.console import Console
 
-from memdir.workspace import Workspace
+from memdir.errors import WorkspaceError
+from memdir.workspace import MEMORY_DIR, Workspace
 
 
 @dataclass
@@ -24,9 +25,21 @@ class CliState:
     _workspace: Workspace | None = field(default=None, repr=False)
 
     def workspace(self, *, create: bool = True) -> Workspace:
-        """The workspace named by ``--workspace`` / ``$MEMDIR_WORKSPACE`` / the default."""
+        """The workspace named by ``--workspace`` / ``$MEMDIR_WORKSPACE`` / the default.
+
+        Commands that only read pass ``create=False``: a mistyped ``-w`` must fail instead
+        of leaving a fresh, empty workspace behind.
+
+        Raises:
+            WorkspaceError: ``create`` is false and the directory holds no workspace.
+        """
         if self._workspace is None:
-            self._workspace = Workspace(self.workspace_arg, create=create)
+            ws = Workspace(self.workspace_arg, create=create)
+            if not create and not (ws.memory_md.is_file() or (ws.root / MEMORY_DIR).is_dir()):
+                raise WorkspaceError(
+                    f"no memdir workspace at {ws.root}: run 'memdir init' (or pass -w)"
+                )
+            self._workspace = ws
         return self._workspace
 
 

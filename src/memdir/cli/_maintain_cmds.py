@@ -43,7 +43,7 @@ def _consolidator(state: CliState, model_spec: str, max_tokens: int) -> Any:
     from memdir.models import model_from_string
 
     return MemoryConsolidator(
-        state.workspace(), model_from_string(model_spec), max_memory_tokens=max_tokens
+        state.workspace(create=False), model_from_string(model_spec), max_memory_tokens=max_tokens
     )
 
 
@@ -165,7 +165,7 @@ def maintain_cmd(
     )
     interval = parse_duration(every) if every else None
     scheduler = MemoryMaintenanceScheduler(
-        state.workspace(),
+        state.workspace(create=False),
         _consolidator(state, model_spec, config.max_memory_tokens),
         config=config,
     )

@@ -44,7 +44,7 @@ def mcp_cmd(
     if not state.verbose:
         # The SDK logs every request at INFO; keep stderr for warnings unless -v was given.
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    ws = state.workspace()
+    ws = state.workspace(create=False)
     where = "stdio" if transport == "stdio" else f"http://{host}:{port}/mcp"
     info(f"memdir MCP server on {where}; workspace {ws.root}")
     serve(ws, transport=transport, host=host, port=port, read_only=read_only)

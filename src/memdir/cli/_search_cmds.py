@@ -31,7 +31,7 @@ def index_cmd(state: CliState, full: bool, as_json: bool) -> None:
     """
     from memdir.index import MemoryIndex
 
-    ws = state.workspace()
+    ws = state.workspace(create=False)
     with (
         progress_bar("indexing", enabled=sys.stderr.isatty() and not as_json) as progress,
         MemoryIndex(ws) as index,
@@ -68,7 +68,7 @@ def search_cmd(state: CliState, query: str, max_results: int, as_json: bool) -> 
     from memdir.tools import MAX_RESULTS_CAP, format_hits
 
     text = check_text("query", query, max_chars=MAX_QUERY_CHARS, hint="give a few keywords")
-    ws = state.workspace()
+    ws = state.workspace(create=False)
     index = shared_index(ws)
     index.refresh()
     hits = index.search(text, limit=min(max_results, MAX_RESULTS_CAP))
@@ -102,7 +102,7 @@ def get_cmd(state: CliState, path: str, as_json: bool) -> None:
 
     cited = parse_citation(check_text("PATH", path, max_chars=MAX_PATH_CHARS))
     count = None if cited.start is None or cited.end is None else cited.end - cited.start + 1
-    excerpt = read_memory(state.workspace(), cited.path, cited.start or 1, count)
+    excerpt = read_memory(state.workspace(create=False), cited.path, cited.start or 1, count)
     if as_json:
         echo_json(
             {
