@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
+import memdir
 from memdir._toolcore import close_shared_indexes
 from memdir.mcp import create_server
 from memdir.tools import TOOL_DESCRIPTIONS, TOOL_SCHEMAS, memory_get, memory_search
@@ -85,6 +86,26 @@ async def test_in_memory_calls_return_what_the_functions_return(sample: Workspac
     assert refused.is_error
     assert "sessions/x.log.jsonl is not a memory file" in text_of(refused)
     assert invalid.is_error
+
+
+async def test_bad_arguments_get_the_plain_tools_one_line_errors(sample: Workspace) -> None:
+    calls = [
+        ("memory_get", {"path": "MEMORY.md", "start_line": 0}, "start_line must be at least 1"),
+        ("memory_search", {"query": "x", "max_results": 0}, "max_results must be at least 1"),
+        ("memory_search", {"query": "x", "max_results": "many"}, "max_results must be an int"),
+        ("memory_search", {"query": 123}, "query must be a string"),
+    ]
+    with anyio.fail_after(TIMEOUT):
+        async with Client(create_server(sample)) as client:
+            results = [await client.call_tool(name, args) for name, args, _ in calls]
+            clamped = await client.call_tool("memory_search", {"query": "x", "max_results": 500})
+            version = client.server_info.version
+    for (_, _, message), result in zip(calls, results, strict=True):
+        assert result.is_error
+        assert message in text_of(result) and "\n" not in text_of(result), text_of(result)
+    assert not clamped.is_error
+    assert text_of(clamped) == memory_search("x", 50, workspace=sample)
+    assert version == memdir.__version__
 
 
 async def test_read_only_server_has_no_add(sample: Workspace) -> None:

@@ -10,9 +10,10 @@ class is ``FastMCP`` in v1 and ``MCPServer`` in v2; :func:`_sdk` is the only pla
 """
 
 # No `from __future__ import annotations` here: the SDK reads the wrappers' annotations
-# (Annotated[..., Field(...)]) at runtime, and closures cannot be resolved from strings.
+# (Annotated[..., WithJsonSchema(...)]) at runtime, and closures cannot be resolved from strings.
 
 import importlib
+import inspect
 import logging
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -33,6 +34,9 @@ INSTRUCTIONS = (
     "decisions, people, dates or preferences; read around a hit with memory_get; save durable "
     "facts with memory_add. Cite what you use as path#Lstart-Lend."
 )
+_DEFAULT_MAX_RESULTS = TOOL_SCHEMAS["memory_search"]["properties"]["max_results"]["default"]
+_DEFAULT_START_LINE = TOOL_SCHEMAS["memory_get"]["properties"]["start_line"]["default"]
+_DEFAULT_NUM_LINES = TOOL_SCHEMAS["memory_get"]["properties"]["num_lines"]["default"]
 _READ_ONLY = {"memory_search": True, "memory_get": True, "memory_add": False}
 
 
@@ -86,7 +90,9 @@ def create_server(workspace: Workspace | str | None = None, *, read_only: bool =
         ConfigError: the ``mcp`` package is not installed.
     """
     sdk = _sdk()
-    from pydantic import Field  # a dependency of the mcp SDK
+    from pydantic import WithJsonSchema  # a dependency of the mcp SDK
+
+    from memdir import __version__
 
     ws = Workspace.coerce(workspace)
 
@@ -97,37 +103,34 @@ def create_server(workspace: Workspace | str | None = None, *, read_only: bool =
         return result
 
     def arg(tool: str, name: str) -> Any:
-        spec = TOOL_SCHEMAS[tool]["properties"][name]
-        return Field(
-            description=spec["description"], ge=spec.get("minimum"), le=spec.get("maximum")
-        )
-
-    def default(tool: str, name: str) -> Any:
-        return TOOL_SCHEMAS[tool]["properties"][name]["default"]
+        # Clients see the plain tools' schema, but the SDK checks nothing: memdir.tools does,
+        # so a bad value gets the same one-line error (and 500 results the same clamp to 50)
+        # as from the functions, not pydantic's multi-line report.
+        spec = {k: v for k, v in TOOL_SCHEMAS[tool]["properties"][name].items() if k != "default"}
+        return WithJsonSchema(spec)
 
     def search(
-        query: Annotated[str, arg("memory_search", "query")],
-        max_results: Annotated[int, arg("memory_search", "max_results")] = default(
-            "memory_search", "max_results"
-        ),
+        query: Annotated[Any, arg("memory_search", "query")],
+        max_results: Annotated[Any, arg("memory_search", "max_results")] = _DEFAULT_MAX_RESULTS,
     ) -> str:
         return checked(memory_search(query, max_results, workspace=ws))
 
     def get(
-        path: Annotated[str, arg("memory_get", "path")],
-        start_line: Annotated[int, arg("memory_get", "start_line")] = default(
-            "memory_get", "start_line"
-        ),
-        num_lines: Annotated[int, arg("memory_get", "num_lines")] = default(
-            "memory_get", "num_lines"
-        ),
+        path: Annotated[Any, arg("memory_get", "path")],
+        start_line: Annotated[Any, arg("memory_get", "start_line")] = _DEFAULT_START_LINE,
+        num_lines: Annotated[Any, arg("memory_get", "num_lines")] = _DEFAULT_NUM_LINES,
     ) -> str:
         return checked(memory_get(path, start_line, num_lines, workspace=ws))
 
-    def add(text: Annotated[str, arg("memory_add", "text")]) -> str:
+    def add(text: Annotated[Any, arg("memory_add", "text")]) -> str:
         return checked(memory_add(text, workspace=ws))
 
-    server = sdk.server_class(name=SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    options: dict[str, Any] = {}
+    if "version" in inspect.signature(sdk.server_class).parameters:  # v1 takes no version
+        options["version"] = __version__
+    server = sdk.server_class(
+        name=SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING", **options
+    )
     wrappers = {"memory_search": search, "memory_get": get, "memory_add": add}
     for name, fn in wrappers.items():
         if read_only and not _READ_ONLY[name]:
