@@ -387,3 +387,35 @@ def test_invalid_settings_are_one_line_config_errors(
     with pytest.raises(ConfigError, match=name) as info:
         MemoryConsolidator(ws, **args)
     assert "\n" not in str(info.value)
+
+
+async def test_one_huge_entry_is_clipped_and_does_not_stall_later_runs(ws: Workspace) -> None:
+    from memdir.models import ExtractiveModel
+
+    ws.write_text("MEMORY.md", "# Memory\n")
+    add(ws, "word " * 12_000)
+    add(ws, "Jing prefers tabs over spaces")
+    consolidator = MemoryConsolidator(ws, ExtractiveModel())
+    result = await consolidator.consolidate()
+    assert result.skipped is None and result.applied
+    memory = ws.read_text("MEMORY.md")
+    assert "- Jing prefers tabs over spaces" in memory
+    assert "- word word word" in memory
+    assert " … (full text in memory/2026-11-30.md)\n" in memory
+    assert len(memory) <= consolidator.max_chars
+    assert (await consolidator.consolidate()).skipped == "nothing_new"
+
+
+async def test_an_empty_file_answer_moves_past_entries_only_when_nothing_is_lost(
+    ws: Workspace,
+) -> None:
+    add(ws, "a fact the model left out")
+    consolidator = MemoryConsolidator(ws, ScriptedModel(["# Memory\n"]))
+    assert (await consolidator.consolidate()).skipped is None
+    assert (await consolidator.consolidate()).skipped == "nothing_new"
+    ws.write_text("MEMORY.md", "# Memory\n\n- kept fact\n")
+    add(ws, "another fact")
+    before = snapshot(ws)
+    consolidator.model = ScriptedModel(["# Memory\n"])
+    assert (await consolidator.consolidate()).skipped == "blank_answer"
+    assert snapshot(ws) == before

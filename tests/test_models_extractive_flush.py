@@ -395,3 +395,10 @@ async def test_a_loop_of_flushes_can_be_cancelled() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert calls < 200
+
+
+def test_an_entry_over_the_budget_is_clipped_not_dropped() -> None:
+    out = consolidate("# Memory\n", ["word " * 12_000, "Jing prefers tabs over spaces"], 4_000)
+    assert "- Jing prefers tabs over spaces" in out
+    assert "- word word" in out and "…" in out
+    assert len(out) <= 4_000

@@ -3,13 +3,15 @@
 A failed, timed-out, blank, grossly oversized (three times the budget) or bullet-less answer
 gives nothing; an answer over the budget is sent back once to be shortened, and when the
 follow-up fails or is still over, the shortest over-budget answer is returned for the caller
-to trim. An answer cut off by the output limit is never used as it is.
+to trim. An answer cut off by the output limit is never used as it is. An answer of
+headings only is a valid, empty file (the caller decides whether it may replace the old one).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable
 
 from memdir.memory._answer import describe_error, valid_unicode
@@ -23,6 +25,7 @@ __all__ = ["propose"]
 
 log = logging.getLogger("memdir.memory")
 
+_HEADING = re.compile(r"^#{1,6}\s+\S")
 _TRUNCATED = {"length", "max_tokens", "max_output_tokens"}
 
 
@@ -77,7 +80,12 @@ async def propose(
             if candidates:
                 return min(candidates, key=len), ""
             return None, "oversized_answer"
-        text = tidy(redactor(valid_unicode(strip_fence(raw).strip())))
+        body = redactor(valid_unicode(strip_fence(raw).strip()))
+        if body and all(_HEADING.match(ln) for ln in body.splitlines() if ln.strip()):
+            # A well-formed file with no entries at all (every one left out, e.g. for size):
+            # a valid answer; the caller refuses it if it would drop existing bullets.
+            return body + "\n", ""
+        text = tidy(body)
         if not text.strip():
             log.warning("consolidation: the model's answer was blank; nothing changed")
             return (min(candidates, key=len), "") if candidates else (None, "blank_answer")

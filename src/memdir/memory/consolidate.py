@@ -56,6 +56,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ConsolidationResult", "MemoryConsolidator"]
 
+_ENTRY_SHARE = 4  # one entry may take at most a quarter of the budget
+_MIN_ENTRY = 200
+
 log = logging.getLogger("memdir.memory")
 
 _CHARS_PER_TOKEN = 4
@@ -232,7 +235,8 @@ class MemoryConsolidator:
         dry_run: bool,
     ) -> tuple[str | None, str]:
         ws = self.workspace
-        entries = [b.text for s in batch for b in parse_bullets(s.text)]
+        limit = max(_MIN_ENTRY, self.max_chars // _ENTRY_SHARE)
+        entries = [_clip(b.text, limit, s.rel) for s in batch for b in parse_bullets(s.text)]
         marks = {s.name: s.mark for s in batch}
         for s in batch:
             if s.name not in run.files:
@@ -261,6 +265,15 @@ class MemoryConsolidator:
             return reason, current
         old_bullets = [b.text for b in parse_bullets(current)]
         proposed = [b.text for b in parse_bullets(new_text)]
+        if not proposed:
+            if old_bullets:  # an empty file may not replace a non-empty one
+                log.warning("consolidation: the model's answer was blank; nothing changed")
+                self._log("failed", "blank_answer", run, entries, (), dry_run=dry_run)
+                return "blank_answer", current
+            log.warning(
+                "consolidation: the answer kept none of %d new entries; moving past them",
+                len(entries),
+            )
         model_diff = diff_entries(old_bullets, proposed)
         unreplaced = len(model_diff.removed)
         if len(new_text) >= _PRESSURE * self.max_chars:
@@ -279,7 +292,10 @@ class MemoryConsolidator:
             )
             return "too_many_removals", current
         newest = {b.key for b in parse_bullets("\n".join(f"- {e}" for e in entries))}
-        fitted = fit_budget(new_text, self.max_chars, newest=newest)
+        if proposed:
+            fitted = fit_budget(new_text, self.max_chars, newest=newest)
+        else:  # keep the file as it is (its prose, its title), or start it with the answer
+            fitted = (current if current.strip() else new_text), []
         if fitted is None:
             log.warning(
                 "consolidation refused: the answer cannot be trimmed to %d characters",
@@ -403,6 +419,19 @@ class MemoryConsolidator:
             history_path=run.history,
             batches=run.batches,
         )
+
+
+def _clip(text: str, limit: int, rel: str) -> str:
+    """``text``, or its head and a pointer to the ledger holding the rest when over ``limit``.
+
+    A single entry larger than the whole budget could never be merged, and would stop every
+    later run at the same place.
+    """
+    if len(text) <= limit:
+        return text
+    pointer = f" … (full text in {rel})"
+    head = " ".join(text.split())[: max(1, limit - len(pointer))].rstrip()
+    return head + pointer
 
 
 def _read_bytes(ws: Workspace) -> bytes | None:

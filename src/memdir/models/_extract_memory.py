@@ -180,6 +180,8 @@ _ALIASES = {
     "Facts": ("fact", "notes", "misc", "other", "general", "事实", "其他", "笔记"),
 }
 _NEW_WEIGHT = 2
+_ENTRY_SHARE = 4  # an entry is clipped to a quarter of the budget
+_MIN_ENTRY = 200
 _WEIGHT = {"Preferences": 3, "People": 3, "Decisions": 2, "Projects": 2, "Facts": 1}
 _IMPORTANT = re.compile(r"\b(?:important|always|never|must)\b|重要|务必|一定|永远|必须", re.I)
 _PROJECT = re.compile(
@@ -266,7 +268,8 @@ def consolidate(current: str, entries: Iterable[str], max_chars: int | None = No
     lowest priority first: the section's weight (Facts 1, Projects and Decisions 2,
     Preferences and People 3), +1 when marked important ("always", 重要…), +2 when these
     entries brought or restated it — so a full file still takes in new facts, and the
-    oldest go first within a priority.
+    oldest go first within a priority. An entry longer than a quarter of ``max_chars`` is
+    clipped to its head with an ellipsis.
     """
     doc = _parse(current)
     index: dict[str, _Item] = {}
@@ -280,8 +283,13 @@ def consolidate(current: str, entries: Iterable[str], max_chars: int | None = No
             else:
                 index[key] = item
     rank = max((i.rank for i in index.values()), default=0)
+    # One entry may not take more than a share of the budget: a huge one is kept by its head
+    # rather than dropped whole, which would leave nothing of it and stall the next runs.
+    longest = max(_MIN_ENTRY, max_chars // _ENTRY_SHARE) if max_chars else None
     for entry in entries:
         text = " ".join(_BULLET.sub("", entry.strip(), count=1).split())
+        if longest is not None:
+            text = clip(text, longest)
         key = normalize_bullet(text)
         if not key:
             continue
