@@ -97,7 +97,7 @@ def test_maintain_once_archives_and_consolidates(root: Path) -> None:
 
 def test_maintain_rejects_bad_options(root: Path) -> None:
     bad = run(root, "maintain", "--every", "soon")
-    assert bad.exit_code == 1 and "cannot read the duration" in bad.output
+    assert bad.exit_code == 2 and "cannot read the duration" in bad.output
     both = run(root, "maintain", "--once", "--every", "1h")
     assert both.exit_code == 2
     model = run(root, "consolidate", "--model", "nosuch:thing")
@@ -109,6 +109,25 @@ def test_maintain_rejects_bad_options(root: Path) -> None:
 )
 def test_durations(text: str, seconds: int) -> None:
     assert parse_duration(text).total_seconds() == seconds
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("consolidate", "--max-tokens", "10"), "--max-tokens"),
+        (("maintain", "--every", "0s"), "--every"),
+        (("maintain", "--every", "banana"), "--every"),
+        (("maintain", "--retention-days", "-1"), "--retention-days"),
+        (("maintain", "--session-retention-days", "0"), "--session-retention-days"),
+    ],
+)
+def test_out_of_range_options_are_usage_errors(
+    root: Path, args: tuple[str, ...], option: str
+) -> None:
+    result = run(root, *args)
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}'" in result.stderr
+    assert "MemoryConsolidator" not in result.stderr and "MaintenanceConfig" not in result.stderr
 
 
 @pytest.mark.parametrize("text", ["", "h", "5x", "0s", "6h soon"])

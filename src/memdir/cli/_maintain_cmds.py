@@ -38,6 +38,25 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(seconds=seconds)
 
 
+class DurationType(click.ParamType):
+    """A click parameter read by :func:`parse_duration`; a bad value is a usage error."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return ``value`` as a :class:`timedelta` or fail with :class:`click.BadParameter`."""
+        if isinstance(value, timedelta):
+            return value
+        try:
+            return parse_duration(str(value))
+        except ConfigError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+# MemoryConsolidator's floor: a smaller MEMORY.md cannot hold even a few facts.
+_MIN_MEMORY_TOKENS = 50
+
+
 def _consolidator(state: CliState, model_spec: str, max_tokens: int) -> Any:
     from memdir.memory import MemoryConsolidator
     from memdir.models import model_from_string
@@ -86,7 +105,13 @@ def _print_consolidation(result: Any) -> None:
 @click.option(
     "--model", "model_spec", envvar="MEMDIR_MODEL", default="extractive", help=_MODEL_HELP
 )
-@click.option("--max-tokens", default=4000, show_default=True, help="MEMORY.md budget in tokens.")
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=_MIN_MEMORY_TOKENS),
+    default=4000,
+    show_default=True,
+    help="MEMORY.md budget in tokens.",
+)
 @click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
 @pass_state
 def consolidate_cmd(
@@ -131,21 +156,36 @@ def _print_report(report: Any) -> None:
 
 @click.command("maintain")
 @click.option("--once", is_flag=True, help="Run one pass and exit (the default).")
-@click.option("--every", metavar="DURATION", help="Run a pass every DURATION (6h, 30m…) until ^C.")
+@click.option(
+    "--every",
+    type=DurationType(),
+    metavar="DURATION",
+    help="Run a pass every DURATION (6h, 30m…) until ^C.",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would be done; change nothing.")
 @click.option(
     "--model", "model_spec", envvar="MEMDIR_MODEL", default="extractive", help=_MODEL_HELP
 )
-@click.option("--retention-days", default=90, show_default=True, help="Archive ledgers older.")
 @click.option(
-    "--session-retention-days", default=180, show_default=True, help="Delete session logs older."
+    "--retention-days",
+    type=click.IntRange(min=1),
+    default=90,
+    show_default=True,
+    help="Archive ledgers older.",
+)
+@click.option(
+    "--session-retention-days",
+    type=click.IntRange(min=1),
+    default=180,
+    show_default=True,
+    help="Delete session logs older.",
 )
 @click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
 @pass_state
 def maintain_cmd(
     state: CliState,
     once: bool,
-    every: str | None,
+    every: timedelta | None,
     dry_run: bool,
     model_spec: str,
     retention_days: int,
@@ -163,7 +203,6 @@ def maintain_cmd(
     config = MaintenanceConfig(
         daily_file_retention_days=retention_days, session_retention_days=session_retention_days
     )
-    interval = parse_duration(every) if every else None
     scheduler = MemoryMaintenanceScheduler(
         state.workspace(create=False),
         _consolidator(state, model_spec, config.max_memory_tokens),
@@ -180,10 +219,10 @@ def maintain_cmd(
             echo_json(data)
         else:
             _print_report(report)
-        if interval is None:
+        if every is None:
             break
         info(f"next pass in {every}")
-        time.sleep(interval.total_seconds())
+        time.sleep(every.total_seconds())
     if failed:
         raise click.exceptions.Exit(1)
 
