@@ -7,7 +7,7 @@ import re
 import time
 from dataclasses import asdict
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -38,12 +38,20 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(seconds=seconds)
 
 
-class DurationType(click.ParamType):
+if TYPE_CHECKING:
+    _ParamType = click.ParamType[timedelta]
+else:  # click < 8.2 (still supported) has no generic ParamType
+    _ParamType = click.ParamType
+
+
+class DurationType(_ParamType):
     """A click parameter read by :func:`parse_duration`; a bad value is a usage error."""
 
     name = "duration"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> timedelta:
         """Return ``value`` as a :class:`timedelta` or fail with :class:`click.BadParameter`."""
         if isinstance(value, timedelta):
             return value
