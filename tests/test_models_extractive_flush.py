@@ -402,3 +402,26 @@ def test_an_entry_over_the_budget_is_clipped_not_dropped() -> None:
     assert "- Jing prefers tabs over spaces" in out
     assert "- word word" in out and "…" in out
     assert len(out) <= 4_000
+
+
+def test_the_extractive_models_own_replies_are_never_facts() -> None:
+    reply = "(extractive model: no context matches 'We decided to use pgloader on 2026-12-01.')"
+    assert extract_facts([Msg.user("Hello"), Msg.assistant(reply)], "") == NO_REPLY
+
+
+@pytest.mark.parametrize(
+    ("user", "assistant"),
+    [
+        ("我们决定下周一用 pgloader 迁移数据库。", "Decision: 我们决定下周一用 pgloader 迁移。"),
+        ("We decided to migrate with pgloader.", "Decision: we decided to migrate with pgloader."),
+    ],
+)
+def test_an_assistant_restating_a_fact_does_not_save_it_again(user: str, assistant: str) -> None:
+    first = extract_facts([said(None, user)], "")
+    assert first != NO_REPLY
+    assert extract_facts([said(None, assistant, role="assistant")], first) == NO_REPLY
+    both = extract_facts([said(None, user), said(None, assistant, role="assistant")], "")
+    assert both == first
+    # Two people saying the same thing are still two facts.
+    again = extract_facts([said("Ann", user), said("Bob", user)], "")
+    assert len(again.splitlines()) == 2

@@ -24,9 +24,10 @@ from memdir.models._extract import (
 from memdir.models._extract_dates import resolve_dates
 from memdir.models._extract_signals import KEEP, fact_score
 
-__all__ = ["NO_REPLY", "STANDARD_SECTIONS", "consolidate", "extract_facts"]
+__all__ = ["CANNED_PREFIX", "NO_REPLY", "STANDARD_SECTIONS", "consolidate", "extract_facts"]
 
 NO_REPLY = "NO_REPLY"
+CANNED_PREFIX = "(extractive model:"  # how ExtractiveModel's own fixed replies begin
 _PER_MESSAGE = 3  # a long message still yields only its best few facts
 _MAX_FACTS = 40
 _ELABORATES = 1.5  # a sentence right after a fact that has content joins its bullet
@@ -49,6 +50,12 @@ class _Fact:
     position: int
     label: str
     words: frozenset[str]
+    core: frozenset[str]  # the words without any "Decision:"-style label of the text itself
+    assistant: bool = False
+
+
+def _core(body: str) -> frozenset[str]:
+    return frozenset(tokens(split_label(body)[1]))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -56,21 +63,27 @@ def _known_fact(line: str) -> tuple[str, _Fact]:
     """``(normalised key, fact)`` of a known line; cached, as the same lines come every call."""
     key = normalize_bullet(line)
     label, body = split_label(key)
-    return key, _Fact(line, 0.0, -1, label, frozenset(tokens(body)))
+    return key, _Fact(line, 0.0, -1, label, frozenset(tokens(body)), _core(body))
 
 
 def _repeats(new: _Fact, old: _Fact) -> bool:
-    """Whether ``new`` says nothing that ``old`` does not already say (same speaker)."""
-    if new.label and old.label and new.label != old.label:
+    """Whether ``new`` says nothing that ``old`` does not already say.
+
+    A user's fact repeats only the same speaker's (two people saying the same thing are two
+    facts); an assistant restating anyone's fact ("Decision: we use X") repeats it.
+    """
+    if new.assistant:
+        mine, theirs = new.core, old.core
+    elif new.label and old.label and new.label != old.label:
         return False
-    if len(new.words) < 2 or not old.words:
+    else:
+        mine, theirs = new.words, old.words
+    if len(mine) < 2 or not theirs:
         return False
-    if new.words <= old.words:
+    if mine <= theirs:
         return True
-    overlap = len(new.words & old.words) / len(new.words | old.words)
-    return overlap >= 0.85 and not (new.words ^ old.words) & (
-        name_tokens(new.text) | name_tokens(old.text)
-    )
+    overlap = len(mine & theirs) / len(mine | theirs)
+    return overlap >= 0.85 and not (mine ^ theirs) & (name_tokens(new.text) | name_tokens(old.text))
 
 
 def _speaker(msg: Msg, cjk: bool) -> str:
@@ -90,7 +103,9 @@ def _groups(msg: Msg, addressees: frozenset[str]) -> list[tuple[float, list[str]
     open_group = False
     for sentence in sentences(msg.text):
         kinds = cue_kinds(sentence)
-        if msg.role == "assistant" and not _ASSISTANT_CUES.intersection(kinds):
+        if msg.role == "assistant" and (
+            msg.text.lstrip().startswith(CANNED_PREFIX) or not _ASSISTANT_CUES.intersection(kinds)
+        ):
             open_group = False  # an assistant's own chatter and plans are not memories
             continue
         score = fact_score(sentence, addressees=addressees)
@@ -121,7 +136,10 @@ def _candidates(msg: Msg, position: int, addressees: frozenset[str]) -> list[_Fa
         text = clip(resolve_dates(text, day), 300)
         text = f"{_speaker(msg, cjk)}{'：' if cjk else ': '}{text}"
         label, body = split_label(normalize_bullet(text))
-        found.append(_Fact(text, score, position, label, frozenset(tokens(body))))
+        words = frozenset(tokens(body))
+        found.append(
+            _Fact(text, score, position, label, words, _core(body), msg.role == "assistant")
+        )
     best = sorted(found, key=lambda f: -f.score)[:_PER_MESSAGE]
     return [f for f in found if f in best]
 

@@ -38,7 +38,7 @@ from memdir.models._base import (
     ToolSpec,
 )
 from memdir.models._extract import clip, sentences, tokens
-from memdir.models._extract_memory import NO_REPLY, consolidate, extract_facts
+from memdir.models._extract_memory import CANNED_PREFIX, NO_REPLY, consolidate, extract_facts
 from memdir.models._extract_summary import summarize
 from memdir.models._summary_notes import language
 
@@ -139,7 +139,7 @@ def _consolidate(meta: dict[str, Any]) -> str:
 def _reply(messages: Sequence[Msg]) -> str:
     last = next((m for m in reversed(messages) if m.role == "user"), None)
     if last is None or not last.text.strip():
-        return "(extractive model: nothing to answer)"
+        return f"{CANNED_PREFIX} nothing to answer)"
     wanted = set(tokens(last.text))
     scored: list[tuple[float, int, str]] = []
     for position, msg in enumerate(messages):
@@ -151,6 +151,6 @@ def _reply(messages: Sequence[Msg]) -> str:
             if overlap:
                 scored.append((overlap / (len(wanted) or 1), position, sentence))
     if not scored:
-        return f"(extractive model: no context matches {clip(last.text, 80)!r})"
+        return f"{CANNED_PREFIX} no context matches {clip(last.text, 80)!r})"
     best = sorted(scored, key=lambda s: (-s[0], -s[1]))[:3]
     return "\n".join(clip(s, 300) for _, _, s in sorted(best, key=lambda s: s[1]))
