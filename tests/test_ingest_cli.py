@@ -81,8 +81,26 @@ def test_unreadable_files_fail_at_the_end(tmp_path: Path) -> None:
     assert code == 1
     errors = [line for line in err.splitlines() if line.startswith("Error: ")]
     assert len(errors) == 2
-    assert errors[0].startswith(f"Error: {tmp_path / 'nope.json'}: transcript not found")
+    assert errors[0] == f"Error: transcript not found: {tmp_path / 'nope.json'}"
+    assert errors[1].startswith(f"Error: {bad}: ") and errors[1].count(str(bad)) == 1
     assert (ws / "sessions" / "log-migration-zh.log.jsonl").is_file()
+
+
+def test_only_bad_paths_leave_memory_md_alone(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    assert _run("-w", str(ws), "add", "Jing prefers tabs")[0] == 0
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = _run("-w", str(ws), "ingest", str(tmp_path / "nope.json"), str(empty))
+    assert code == 1
+    assert f"Error: no transcript files (*.json, *.jsonl) in {empty}" in err.splitlines()
+    assert not (ws / "MEMORY.md").exists()
+
+
+def test_an_empty_directory_is_an_error(tmp_path: Path) -> None:
+    code, _, err = _run("-w", str(tmp_path / "ws"), "ingest", str(tmp_path))
+    assert code == 1
+    assert err.strip().endswith(f"Error: no transcript files (*.json, *.jsonl) in {tmp_path}")
 
 
 def test_options_are_checked(tmp_path: Path) -> None:

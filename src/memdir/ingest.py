@@ -151,7 +151,8 @@ class IngestReport:
         workspace: the workspace root.
         sessions: one report per ingested transcript, in the order given.
         failures: files that could not be read or replayed.
-        consolidation: the consolidation into ``MEMORY.md`` (``None`` when it was off).
+        consolidation: the consolidation into ``MEMORY.md`` (``None`` when it was off or no
+            file was ingested).
         memory_chars: size of ``MEMORY.md`` afterwards, in characters.
         memory_lines: lines of ``MEMORY.md`` afterwards.
         index: what indexing did (``None`` if it failed; the next search catches up).
@@ -264,7 +265,8 @@ async def ingest(
         tool_result_eviction: eviction settings; ``None`` turns eviction off.
         session_id: the session id for the transcripts (default: each file's own); when it
             is taken by another conversation, ``-2``, ``-3``... is appended.
-        consolidate: merge the new ledger entries into ``MEMORY.md`` at the end.
+        consolidate: merge the new ledger entries into ``MEMORY.md`` at the end (only when
+            at least one file was ingested).
         max_memory_tokens: the size budget of ``MEMORY.md``.
         redactor: masks secrets (default :class:`memdir.redact.Redactor`).
         progress: called after each replayed message.
@@ -302,9 +304,14 @@ async def ingest(
     if agent.flush_manager is not None:
         agent.flush_manager.redactor = mask
     replayer = Replayer(agent, clock)
+    paths = list(paths)
     files = expand_paths(paths)
     sessions: list[SessionReport] = []
-    failures: list[IngestFailure] = []
+    failures = [
+        IngestFailure(source=str(path), error=f"no transcript files (*.json, *.jsonl) in {path}")
+        for path in map(Path, paths)
+        if path.expanduser().is_dir() and not expand_paths([path])
+    ]
     taken: set[str] = set()
     try:
         for number, path in enumerate(files, start=1):
@@ -347,7 +354,8 @@ async def _finish(
     from memdir.memory import MemoryConsolidator
 
     consolidation = None
-    if consolidate:
+    # Only after something was ingested: a run of bad paths must not merge unrelated entries.
+    if consolidate and sessions:
         consolidation = await MemoryConsolidator(
             ws, model, max_memory_tokens=max_memory_tokens, redactor=redactor
         ).consolidate()

@@ -154,7 +154,10 @@ def ingest_cmd(
     else:
         print_report(report)
     for failure in report.failures:
-        click.echo(f"Error: {failure.source}: {failure.error}", err=True)
+        # Most errors already name their file; print it once.
+        reason = failure.error.removeprefix(f"{failure.source}: ")
+        line = reason if failure.source in reason else f"{failure.source}: {reason}"
+        click.echo(f"Error: {line}", err=True)
     if report.failures:
         raise SystemExit(1)
 
