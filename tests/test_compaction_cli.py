@@ -62,8 +62,10 @@ def test_compact_an_openai_list_with_json_output(tmp_path: Path) -> None:
     assert any(m.name == SUMMARY_NAME for m in msgs)
     assert find_orphans(msgs) == ([], [])
     log = data["log"]
-    assert log["path"] == "sessions/chat.log.jsonl" and log["start_line"] == 1
-    logged = SessionLog(Workspace(root), "chat").messages(log["start_line"], log["end_line"])
+    assert log["path"] == "sessions/compact-chat.log.jsonl" and log["start_line"] == 1
+    logged = SessionLog(Workspace(root), "compact-chat").messages(
+        log["start_line"], log["end_line"]
+    )
     assert len(logged) == log["end_line"] - log["start_line"] + 1
     assert logged[0].text == "You are a build assistant."  # the prefix, from its first message
     assert logged[1].text == "Step 0: check services/api/handler_0.py"
@@ -117,7 +119,7 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     data = json.loads(res.stdout)
     assert data["dry_run"] is True and data["reason"] == "messages"
     assert data["cut_index"] is not None and data["after"]["messages"] < 41
-    assert not (root / "sessions" / "chat.log.jsonl").exists()
+    assert not list((root / "sessions").glob("*.log.jsonl"))
     text = run(
         root, "compact", str(src), "--trigger-messages", "20", "--keep-messages", "6", "--dry-run"
     )
@@ -132,7 +134,7 @@ def test_below_the_trigger_nothing_is_written(tmp_path: Path) -> None:
     assert res.exit_code == 0
     data = json.loads(res.stdout)
     assert data["compacted"] is False and data["log"] is None and len(data["messages"]) == 9
-    assert not (root / "sessions" / "chat.log.jsonl").exists()
+    assert not list((root / "sessions").glob("*.log.jsonl"))
 
 
 def test_bad_input_is_a_one_line_error(tmp_path: Path) -> None:
@@ -155,5 +157,34 @@ def test_compacting_the_same_list_twice_logs_each_message_once(tmp_path: Path) -
     first = json.loads(run(root, *args).stdout)
     second = json.loads(run(root, *args).stdout)
     assert first["log"] == second["log"]
-    records = SessionLog(Workspace(root), "chat").read().records
+    records = SessionLog(Workspace(root), "compact-chat").read().records
     assert len(records) == len({r.msg.id for r in records}) == first["log"]["end_line"]
+
+
+def test_a_forced_run_with_nothing_before_the_tail_is_not_an_error(tmp_path: Path) -> None:
+    src = tmp_path / "chat.json"
+    src.write_text(json.dumps(openai_conversation(4)[:15]), encoding="utf-8")
+    root = tmp_path / "ws"
+    lines = []
+    for extra in ((), ("--dry-run",), ("--force", "--dry-run"), ("--force",)):
+        res = run(root, "compact", str(src), *extra)
+        assert res.exit_code == 0, res.output
+        assert len(res.stderr.splitlines()) == 1 and "Error" not in res.stderr
+        lines.append(res.stderr)
+    # Every count is the same, system message included, and says so.
+    assert all("15 messages, 1 of them system" in line for line in lines)
+    assert lines[2] == lines[3] and "nothing before the tail of 20 to summarise" in lines[3]
+    data = json.loads(run(root, "compact", str(src), "--force", "--json").stdout)
+    assert data["compacted"] is False and "error" not in data
+    assert data["before"]["messages"] == 15
+    assert not list((root / "sessions").glob("*.log.jsonl"))
+
+
+def test_a_file_gets_its_own_log_not_the_chat_session(tmp_path: Path) -> None:
+    src = tmp_path / "chat.json"
+    src.write_text(json.dumps(openai_conversation(10)), encoding="utf-8")
+    root = tmp_path / "ws"
+    res = run(root, "compact", str(src), "--trigger-messages", "20", "--keep-messages", "6")
+    assert res.exit_code == 0, res.output
+    assert "sessions/compact-chat.log.jsonl" in res.stderr
+    assert not (root / "sessions" / "chat.log.jsonl").exists()  # `memdir chat`'s default

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +56,8 @@ __all__ = ["compact_cmd"]
 @click.option(
     "--session-id",
     metavar="ID",
-    help="Session log to offload to [default: derived from the file name].",
+    help="Session log to offload to [default: the log's own id for the workspace's "
+    "sessions/<id>.log.jsonl, else compact-<file name>].",
 )
 @click.option(
     "--dry-run", is_flag=True, help="Show where the cut would be; call no model, write nothing."
@@ -87,19 +89,29 @@ def compact_cmd(
     in OpenAI or Anthropic format. The summarised messages are appended to the workspace's
     session log first (messages already there are not written twice), then replaced by one
     summary that names the log lines holding them. Prints the summary (or, with --json, the
-    counts, the log span and the compacted messages). Exit code 1 if the summary failed; the
-    conversation is then left as it was.
+    counts, the log span and the compacted messages). Message counts include system messages
+    (the triggers do not count them). Nothing to summarise is not an error; exit code 1 if the
+    summary failed, and the conversation is then left as it was.
     """
     from memdir.compaction import CompactionConfig, CompactionEvent, ConversationCompactor
     from memdir.messages import msgs_to_json
     from memdir.models import model_from_string
-    from memdir.transcripts import load_transcript
-    from memdir.workspace import atomic_write
+    from memdir.transcripts import load_transcript, session_id_for
+    from memdir.workspace import SESSIONS_DIR, atomic_write
 
     if trigger_messages and keep_messages >= trigger_messages:
         raise click.UsageError("--keep-messages must be smaller than --trigger-messages")
     transcript = load_transcript(session_file)
-    sid = session_id or transcript.session_id
+    ws = state.workspace()
+    sid = session_id
+    if sid is None:
+        own_log = session_file.resolve().parent == (ws.root / SESSIONS_DIR).resolve()
+        # Any other file gets its own log: "chat.json" must not write into `memdir chat`'s.
+        sid = (
+            transcript.session_id
+            if own_log and transcript.format == "memdir"
+            else session_id_for(f"compact-{transcript.session_id}")
+        )
     msgs = list(transcript.messages)
     if transcript.format != "memdir":
         msgs = _stable_ids(msgs, sid)
@@ -108,12 +120,12 @@ def compact_cmd(
         trigger_tokens=trigger_tokens,
         keep_messages=keep_messages,
     )
-    ws = state.workspace()
     model = model_from_string(model_spec)
     comp = ConversationCompactor(model, ws, config)
+    plan = comp.plan(msgs, force=force)
+    size = _size(msgs)
 
     if dry_run:
-        plan = comp.plan(msgs, force=force)
         if as_json:
             echo_json(
                 {
@@ -130,9 +142,9 @@ def compact_cmd(
             )
             return
         if plan.reason is None:
-            info(f"nothing to compact: {plan.messages} messages, ~{plan.tokens:,} tokens")
+            info(f"nothing to compact: {size}, ~{plan.tokens:,} tokens")
         elif plan.cut_index is None:
-            info(f"over the trigger ({plan.reason}) but nothing before the tail to summarise")
+            info(_nothing_before_tail(plan.reason, size, keep_messages))
         else:
             info(
                 f"would compact ({plan.reason}): summarise {plan.summarized} of {plan.messages} "
@@ -142,8 +154,22 @@ def compact_cmd(
 
     events: list[CompactionEvent] = []
     comp.add_listener(events.append)
+    _quiet_library_warnings()
     result = asyncio.run(comp.compact_if_needed(msgs, session_id=sid, force=force))
     failed = next((e for e in events if e.kind == "compaction.failed"), None)
+    # Too short to summarise: nothing to do (as --dry-run says), not a failure.
+    too_short = (
+        plan.reason
+        if result is None
+        and failed is not None
+        and plan.cut_index is None
+        and failed.reason.startswith("nothing")
+        else None
+    )
+    if too_short is not None:
+        failed = None
+        if not as_json:
+            info(_nothing_before_tail(too_short, size, keep_messages))
     after = result.messages if result is not None else msgs
     if output is not None:
         atomic_write(output, (msgs_to_json(after) + "\n").encode("utf-8"))
@@ -174,11 +200,27 @@ def compact_cmd(
         )
         if result.summary:
             click.echo(result.summary)
-    elif failed is None:
-        count, tokens = comp.measure(msgs)
-        info(f"nothing to compact: {count} messages, ~{tokens:,} tokens (use --force)")
+    elif failed is None and too_short is None:
+        info(f"nothing to compact: {size}, ~{plan.tokens:,} tokens (use --force)")
     if failed is not None:
         raise MemdirError(f"compaction failed: {failed.reason}")
+
+
+def _quiet_library_warnings() -> None:
+    """Failures are reported once, by the command; the library's warnings show with -v."""
+    logger = logging.getLogger("memdir.compaction")
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())
+
+
+def _size(msgs: list[Msg]) -> str:
+    """``"15 messages, 1 of them system"``: every count shown includes system messages."""
+    system = sum(1 for m in msgs if m.role == "system")
+    return f"{len(msgs)} messages" + (f", {system} of them system" if system else "")
+
+
+def _nothing_before_tail(reason: str, size: str, keep: int) -> str:
+    return f"nothing to compact ({reason}): {size}, nothing before the tail of {keep} to summarise"
 
 
 def _stable_ids(msgs: list[Msg], sid: str) -> list[Msg]:
