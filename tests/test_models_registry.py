@@ -40,6 +40,10 @@ def test_builds_each_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(ollama, OpenAIChatModel)
     assert (ollama.model, ollama.base_url) == ("llama3.1:8b", "http://localhost:11434/v1")
     assert ollama.api_key is None and ollama.context_window == 8192
+    # Named as typed, so errors and reports say which service answered.
+    assert (deepseek.name, ollama.name) == ("deepseek:deepseek-chat", "ollama:llama3.1:8b")
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-dash")
+    assert model_from_string("DashScope:qwen-plus").name == "dashscope:qwen-plus"
     for model in (openai, claude, extractive, deepseek, ollama):
         assert isinstance(model, ChatModel)
 

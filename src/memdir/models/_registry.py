@@ -63,7 +63,10 @@ def model_from_string(spec: str, **kwargs: Any) -> ChatModel:
                 raise ConfigError(
                     f"{key_var} is not set: export it, pass api_key=, or use --model extractive"
                 )
-    return _build(OpenAIChatModel, spec, name, **kwargs)
+    model = _build(OpenAIChatModel, spec, name, **kwargs)
+    # Errors, logs and reports show the name as typed ("ollama:qwen3"), not the protocol.
+    model.name = f"{provider}:{name}"
+    return model
 
 
 def _build(cls: type[Any], spec: str, *args: Any, **kwargs: Any) -> ChatModel:
