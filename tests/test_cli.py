@@ -40,7 +40,8 @@ def run(root: Path, *args: str, stdin: str | None = None) -> Result:
 def test_index_prints_stats_then_skips_unchanged_files(root: Path) -> None:
     first = run(root, "index")
     assert first.exit_code == 0, first.output
-    assert first.stdout.startswith("10 files indexed, 0 unchanged, 0 removed;")
+    assert first.stdout == ""  # counts are diagnostics
+    assert first.stderr.startswith("10 files indexed, 0 unchanged, 0 removed;")
     again = run(root, "index", "--json")
     stats = json.loads(again.stdout)
     assert stats["files_indexed"] == 0 and stats["files_unchanged"] == 10
@@ -151,6 +152,16 @@ def test_add_reindexes_the_ledger_it_wrote(root: Path) -> None:
         assert [h.path for h in index.search("Berlin")] == [rel]
         assert rel in [h.path for h in index.search("团建")]
     assert run(root, "add", "  ").exit_code == 1
+
+
+def test_get_with_a_bad_range_says_so(root: Path) -> None:
+    result = run(root, "get", "MEMORY.md:abc")
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        "Error: invalid line range 'abc' in 'MEMORY.md:abc': use PATH:START-END or PATH:LINE"
+    )
+    escaped = run(root, "get", "notes\x1b[2J.md")
+    assert escaped.exit_code == 1 and "'notes\\x1b[2J.md' is not a memory file" in escaped.stderr
 
 
 def test_add_masks_secrets_and_says_so(root: Path) -> None:

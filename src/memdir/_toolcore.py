@@ -116,8 +116,9 @@ def memory_relpath(ws: Workspace, path: str) -> str:
     rel = ws.relpath(path)
     if rel == MEMORY_MD or rel.startswith(MEMORY_DIR + "/"):
         return rel
+    shown = rel if rel.isprintable() else repr(rel)  # control characters, escaped
     raise ToolInputError(
-        f"{rel} is not a memory file: only MEMORY.md and files under memory/ can be read"
+        f"{shown} is not a memory file: only MEMORY.md and files under memory/ can be read"
     )
 
 

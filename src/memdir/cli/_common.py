@@ -60,6 +60,11 @@ def echo_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``"1 ledger"``, ``"2 ledgers"``; ``nouns`` for irregular plurals (``"entries"``)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+
+
 def info(message: str) -> None:
     """A diagnostic line on stderr."""
     err_console.print(message, markup=False)

@@ -15,6 +15,7 @@ from memdir.cli._common import (
     echo_json,
     err_console,
     pass_state,
+    plural,
     progress_bar,
 )
 from memdir.errors import ConfigError
@@ -199,14 +200,16 @@ def print_report(report: IngestReport, *, console: Console | None = None) -> Non
             out.print("facts written to " + ", ".join(sorted(written)), markup=False)
     cons = report.consolidation
     if cons is None:
-        merged = "not consolidated (--no-consolidate)"
+        why = "--no-consolidate" if report.sessions else "nothing was ingested"
+        merged = f"not consolidated ({why})"
     elif cons.applied:
-        merged = f"{cons.entries} new entries merged"
+        merged = f"{plural(cons.entries, 'new entry', 'new entries')} merged"
     else:
         merged = f"unchanged ({cons.skipped or 'nothing new'})"
     out.print(
-        f"{len(report.sessions)} file(s), {report.messages} messages, {report.compactions} "
-        f"compactions, {report.bullets} facts written, {report.evicted} tool results evicted",
+        f"{plural(len(report.sessions), 'file')}, {plural(report.messages, 'message')}, "
+        f"{plural(report.compactions, 'compaction')}, {plural(report.bullets, 'fact')} written, "
+        f"{plural(report.evicted, 'tool result')} evicted",
         markup=False,
     )
     out.print(

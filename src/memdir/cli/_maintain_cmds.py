@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memdir.cli._common import CliState, echo_json, info, pass_state
+from memdir.cli._common import CliState, echo_json, info, pass_state, plural
 from memdir.errors import ConfigError
 
 _JSON_HELP = "Print JSON on stdout instead of text."
@@ -101,7 +101,8 @@ def _print_consolidation(result: Any) -> None:
         f"consolidation: {verb} MEMORY.md: +{len(result.added)} ~{len(result.changed)} "
         f"-{len(result.removed)} (trimmed {len(result.trimmed)}); "
         f"{result.before_chars} → {result.after_chars} of {result.max_chars} chars; "
-        f"{result.entries} ledger entries from {len(result.files)} file(s)"
+        f"{plural(result.entries, 'ledger entry', 'ledger entries')} from "
+        f"{plural(len(result.files), 'file')}"
     )
     _print_diff(result.added, result.changed, result.removed)
     if result.skipped:
@@ -134,11 +135,11 @@ def consolidate_cmd(
 
 
 def _print_report(report: Any) -> None:
-    prefix = "would " if report.dry_run else ""
+    moved = "would be moved" if report.dry_run else "moved"
     if report.skipped:
         click.echo(f"maintenance: skipped ({report.skipped}: another process is running it)")
         return
-    click.echo(f"archived: {len(report.archived)} ledger(s) {prefix}moved to memory/archive/")
+    click.echo(f"archived: {plural(len(report.archived), 'ledger')} {moved} to memory/archive/")
     for name in report.archived:
         click.echo(f"  {name}")
     if report.consolidation is not None:

@@ -13,6 +13,7 @@ from memdir.cli._common import (
     echo_json,
     info,
     pass_state,
+    plural,
     progress_bar,
 )
 
@@ -40,9 +41,9 @@ def index_cmd(state: CliState, full: bool, as_json: bool) -> None:
     if as_json:
         echo_json({"workspace": str(ws.root), **dataclasses.asdict(stats)})
         return
-    click.echo(
-        f"{stats.files_indexed} files indexed, {stats.files_unchanged} unchanged, "
-        f"{stats.files_removed} removed; {stats.lines_indexed} lines indexed "
+    info(
+        f"{plural(stats.files_indexed, 'file')} indexed, {stats.files_unchanged} unchanged, "
+        f"{stats.files_removed} removed; {plural(stats.lines_indexed, 'line')} indexed "
         f"in {stats.seconds:.2f} s"
     )
 
@@ -99,10 +100,17 @@ def get_cmd(state: CliState, path: str, as_json: bool) -> None:
     the file; the location goes to stderr.
     """
     from memdir._toolcore import MAX_PATH_CHARS, check_text, parse_citation, read_memory
+    from memdir.errors import ToolInputError
 
     cited = parse_citation(check_text("PATH", path, max_chars=MAX_PATH_CHARS))
+    ws = state.workspace(create=False)
+    head, colon, tail = cited.path.rpartition(":")
+    if colon and cited.start is None and (ws.root / head).is_file():
+        raise ToolInputError(
+            f"invalid line range {tail!r} in {path!r}: use PATH:START-END or PATH:LINE"
+        )
     count = None if cited.start is None or cited.end is None else cited.end - cited.start + 1
-    excerpt = read_memory(state.workspace(create=False), cited.path, cited.start or 1, count)
+    excerpt = read_memory(ws, cited.path, cited.start or 1, count)
     if as_json:
         echo_json(
             {
@@ -117,7 +125,7 @@ def get_cmd(state: CliState, path: str, as_json: bool) -> None:
         return
     info(
         f"{excerpt.path}#L{excerpt.start_line}-L{excerpt.end_line} "
-        f"({excerpt.total_lines} lines in the file)"
+        f"({plural(excerpt.total_lines, 'line')} in the file)"
     )
     for line in excerpt.lines:
         click.echo(line)
