@@ -425,3 +425,19 @@ def test_an_assistant_restating_a_fact_does_not_save_it_again(user: str, assista
     # Two people saying the same thing are still two facts.
     again = extract_facts([said("Ann", user), said("Bob", user)], "")
     assert len(again.splitlines()) == 2
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["Decision: we use pgloader.", "We'll use pgloader for the move.", "We all agreed: tabs."],
+)
+def test_english_decisions_are_filed_under_decisions(entry: str) -> None:
+    out = consolidate("# Memory\n", [entry], 4_000)
+    assert out == f"# Memory\n\n## Decisions\n- {entry}\n"
+
+
+def test_the_users_own_sections_keep_their_place() -> None:
+    current = "# Memory\n\n## About Jing\n- Jing lives in Lyon\n\n## Facts\n- The NAS is 8 TB\n"
+    out = consolidate(current, ["Jing prefers tabs over spaces", "The printer is upstairs"])
+    headers = [ln for ln in out.splitlines() if ln.startswith("## ")]
+    assert headers == ["## About Jing", "## Preferences", "## Facts"]

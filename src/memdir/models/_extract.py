@@ -94,6 +94,8 @@ _CUES: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             r"\b(?:we|i|let'?s|they) (?:decided|agreed|chose|settled on|will go with|will use)\b"
             r"|\b(?:decided|decision|agreed) (?:to|on|that)\b|\blet'?s (?:go with|use)\b"
+            r"|\b(?:decision|decided|agreed)\s*[:：]|\bwe(?:'ll| will| are going to) (?:use|go with"
+            r"|switch to|adopt)\b|\b(?:we|all|everyone) agreed\b"
             r"|决定|确定|选定|选用|采用|改用|定下|同意",
             re.IGNORECASE,
         ),

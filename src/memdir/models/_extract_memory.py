@@ -221,6 +221,7 @@ class _Doc:
     title: str = "# Memory"
     preamble: list[str] = field(default_factory=list)
     sections: dict[str, list[_Item]] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)  # the sections the file had, in its order
 
 
 def _canonical(header: str) -> str:
@@ -261,6 +262,7 @@ def _parse(current: str) -> _Doc:
             doc.preamble.append(line.rstrip())
         elif stripped:
             doc.sections[section].append(_Item(line.rstrip(), bullet=False))
+    doc.order = list(doc.sections)
     return doc
 
 
@@ -385,8 +387,7 @@ def _render(doc: _Doc) -> str:
     preamble = "\n".join(doc.preamble).strip("\n")
     if preamble:
         parts.append(preamble)
-    order = [s for s in STANDARD_SECTIONS if s in doc.sections]
-    order += [s for s in doc.sections if s not in STANDARD_SECTIONS]
+    order = _section_order(doc)
     for name in order:
         items = doc.sections[name]
         if not items:
@@ -394,3 +395,17 @@ def _render(doc: _Doc) -> str:
         lines = [f"- {i.text}" if i.bullet else i.text for i in items]
         parts.append(f"## {name}\n" + "\n".join(lines))
     return "\n\n".join(parts) + "\n"
+
+
+def _section_order(doc: _Doc) -> list[str]:
+    """The file's own sections in their places (a user's "## About Jing" stays on top); a new
+    standard section goes next to its standard neighbours, other new sections last."""
+    order = [s for s in doc.order if s in doc.sections]
+    for rank, name in enumerate(STANDARD_SECTIONS):
+        if name not in doc.sections or name in order:
+            continue
+        before = [order.index(s) for s in STANDARD_SECTIONS[:rank] if s in order]
+        after = [order.index(s) for s in STANDARD_SECTIONS[rank + 1 :] if s in order]
+        at = max(before) + 1 if before else min(after) if after else len(order)
+        order.insert(at, name)
+    return order + [s for s in doc.sections if s not in order]
