@@ -441,3 +441,67 @@ def test_the_users_own_sections_keep_their_place() -> None:
     out = consolidate(current, ["Jing prefers tabs over spaces", "The printer is upstairs"])
     headers = [ln for ln in out.splitlines() if ln.startswith("## ")]
     assert headers == ["## About Jing", "## Preferences", "## Facts"]
+
+
+def test_a_long_conversation_compares_each_fact_with_few_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import memdir.models._extract_memory as em
+
+    calls = 0
+    real = em._repeats
+
+    def counted(new: em._Fact, old: em._Fact) -> bool:
+        nonlocal calls
+        calls += 1
+        return real(new, old)
+
+    monkeypatch.setattr(em, "_repeats", counted)
+    msgs = [
+        said(
+            "Priya",
+            f"I moved the server{i} backup to rack{i} in room{i % 7} on 2026-03-0{i % 9 + 1}.",
+        )
+        for i in range(600)
+    ]
+    out = extract_facts(msgs, "")
+    assert len(out.splitlines()) == 40
+    # Before the word index, each of the 600 facts was compared with every earlier one.
+    assert calls < 10 * len(msgs)
+
+
+_WORDS = ["tea", "coffee", "Lyon", "Paris", "2026", "likes", "moved", "works", "I", "we"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["User", "Ann", "用户"]),
+            st.lists(
+                st.sampled_from(
+                    ["tea", "coffee", "Lyon", "Paris", "2026", "likes", "moved", "works", "I", "we"]
+                ),
+                min_size=1,
+                max_size=8,
+            ),
+            st.booleans(),
+        ),
+        max_size=25,
+    )
+)
+def test_the_word_index_finds_exactly_the_repeats(
+    rows: list[tuple[str, list[str], bool]],
+) -> None:
+    from memdir.ledger import normalize_bullet
+    from memdir.models._extract import split_label, tokens
+    from memdir.models._extract_memory import _core, _Fact, _repeats, _Seen
+
+    seen, brute = _Seen(), []
+    for speaker, words, assistant in rows:
+        text = f"{speaker}: {' '.join(words)}"
+        label, body = split_label(normalize_bullet(text))
+        fact = _Fact(text, 1.0, 0, label, frozenset(tokens(body)), _core(body), assistant)
+        assert seen.repeated(fact) == any(_repeats(fact, old) for old in brute)
+        seen.add(fact)
+        brute.append(fact)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -86,6 +87,38 @@ def _repeats(new: _Fact, old: _Fact) -> bool:
     return overlap >= 0.85 and not (mine ^ theirs) & (name_tokens(new.text) | name_tokens(old.text))
 
 
+class _Seen:
+    """The facts seen so far, indexed by word so that a new fact is compared only with those
+    that could repeat it, not with all of them (a long conversation has thousands)."""
+
+    def __init__(self) -> None:
+        self._facts: list[_Fact] = []
+        self._postings: dict[str, list[int]] = {}  # word -> indexes of facts that have it
+
+    def add(self, fact: _Fact) -> None:
+        for word in fact.words | fact.core:
+            self._postings.setdefault(word, []).append(len(self._facts))
+        self._facts.append(fact)
+
+    def repeated(self, new: _Fact) -> bool:
+        """``any(_repeats(new, old) for old in seen)``, computed on few candidates.
+
+        A repeated fact's words are all in the old one, or 85 % of their union is shared: so
+        at most ``m = ⌊0.15 n⌋`` of the ``n`` new words are missing from it, and any ``m + k``
+        of them hold at least ``k`` it has. The ``m + 3`` rarest (the shortest lists) are
+        taken, and only facts found in three of them (or all, when fewer) are compared.
+        """
+        mine = new.core if new.assistant else new.words
+        if len(mine) < 2:
+            return False
+        missing = int(0.15 * len(mine))
+        lists = sorted((self._postings.get(w, ()) for w in mine), key=len)[: missing + 3]
+        hits = Counter(i for ids in lists for i in ids)
+        least = len(lists) - missing
+        candidates = sorted(i for i, n in hits.items() if n >= least)
+        return any(_repeats(new, self._facts[i]) for i in candidates)
+
+
 def _speaker(msg: Msg, cjk: bool) -> str:
     name = _NAME_CHARS.sub(" ", msg.name or "").strip()[:40]
     if name:
@@ -164,7 +197,9 @@ def extract_facts(msgs: Sequence[Msg], known: str) -> str:
     known_lines = [ln for ln in known.splitlines() if ln.strip() and not ln.startswith("#")]
     parsed = [_known_fact(ln) for ln in known_lines]
     known_keys = {key for key, _ in parsed}
-    seen = [fact for _, fact in parsed]
+    seen = _Seen()
+    for _, old in parsed:
+        seen.add(old)
     facts: list[_Fact] = []
     mined = [m for m in msgs if m.name != SUMMARY_NAME and m.role in ("user", "assistant")]
     # People addressed by name ("Thanks, Anna!") are the speakers of the conversation.
@@ -173,9 +208,9 @@ def extract_facts(msgs: Sequence[Msg], known: str) -> str:
         for fact in _candidates(msg, position, addressees):
             if normalize_bullet(fact.text) in known_keys:
                 continue
-            if any(_repeats(fact, old) for old in seen):
+            if seen.repeated(fact):
                 continue
-            seen.append(fact)
+            seen.add(fact)
             facts.append(fact)
     if not facts:
         return NO_REPLY
