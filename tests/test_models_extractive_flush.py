@@ -505,3 +505,40 @@ def test_the_word_index_finds_exactly_the_repeats(
         assert seen.repeated(fact) == any(_repeats(fact, old) for old in brute)
         seen.add(fact)
         brute.append(fact)
+
+
+@pytest.mark.parametrize(
+    ("text", "whole"),
+    [
+        (
+            "Leave the flaky upload test alone, Marco Silva is rewriting that suite; "
+            "file ticket OPS-77 for him.",
+            "Marco Silva is rewriting that suite; file ticket OPS-77 for him.",
+        ),
+        ("我下周三去杭州出差；住在西湖边的酒店，订单号是 H-2291。", "住在西湖边的酒店"),
+    ],
+)
+def test_clauses_after_a_semicolon_stay_with_their_sentence(text: str, whole: str) -> None:
+    bullets = asyncio.run(flush([said(None, text)]))
+    assert len(bullets) == 1
+    assert whole in bullets[0]
+
+
+@pytest.mark.parametrize(
+    ("fact", "chatter"),
+    [
+        ("Our on-call rotation switches to Keiko Tanaka on 2026-12-07.", "Thanks, Keiko!"),
+        (
+            "Our firewall changes need sign-off from Keiko Tanaka before they ship.",
+            "Let's stop here for today (2026-11-28).",
+        ),
+        ("I moved the nightly backups to the Oslo data centre in May.", "Talk later, Sven."),
+        ("我们决定把备份迁移到深圳机房，下个月十五号切换。", "好的，今天就到这里，谢谢！"),
+    ],
+)
+def test_closing_chatter_does_not_join_a_fact(fact: str, chatter: str) -> None:
+    bullets = asyncio.run(flush([said(None, f"{fact} {chatter}")]))
+    assert bullets
+    # Neither joined to the fact nor a memory of its own.
+    assert all(chatter.split(",")[0].split("，")[0] not in b for b in bullets)
+    assert fact[:12] in bullets[0]

@@ -32,6 +32,9 @@ _ABBREVIATIONS = "".join(
 _SENT_END = re.compile(
     r"(?<=[.!?])" + _ABBREVIATIONS + r"\s+(?=\S)|(?<=[!?])(?=[\u3400-\u9fff])|(?<=[。！？；;])|\n+"
 )
+_SENT_END_WHOLE = re.compile(  # the same, but a clause after ";" stays with its sentence
+    r"(?<=[.!?])" + _ABBREVIATIONS + r"\s+(?=\S)|(?<=[!?])(?=[\u3400-\u9fff])|(?<=[。！？])|\n+"
+)
 _TOKEN = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?|[\u3400-\u9fff]")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._'-]*")
 
@@ -47,11 +50,18 @@ def clip(text: str, limit: int) -> str:
     return one if len(one) <= limit else one[: limit - 1].rstrip() + "…"
 
 
-def sentences(text: str) -> list[str]:
-    """Prose sentences of ``text`` (fenced code left out), whitespace-normalised."""
+def sentences(text: str, *, semicolons: bool = True) -> list[str]:
+    """Prose sentences of ``text`` (fenced code left out), whitespace-normalised.
+
+    Args:
+        text: any message text.
+        semicolons: whether ``;`` and ``；`` end a sentence. A remembered fact keeps its
+            clauses together ("Priya owns that module; open a ticket for her" would leave
+            "open a ticket for her" without its subject).
+    """
     prose = _FENCE.sub("\n", text)
     out = []
-    for part in _SENT_END.split(prose):
+    for part in (_SENT_END if semicolons else _SENT_END_WHOLE).split(prose):
         sentence = " ".join(part.split()).strip(" -*•>")
         if sentence:
             out.append(sentence)

@@ -42,6 +42,25 @@ _REMEMBER_LEAD = re.compile(
     re.IGNORECASE,
 )
 _NAME_CHARS = re.compile(r"[\s:：\[\]()#*`]+")
+# Closing chatter ("Let's stop here for today.", "Thanks!", 好的，明天见) says nothing about
+# the fact before it, even when a date or a name makes it look like content.
+_CHATTER = re.compile(
+    r"^(?:(?:ok(?:ay)?|alright|all right|so|well|great|cool)[,!.\s]+)*"
+    r"(?:let'?s (?:stop|call it|wrap|pause|end|finish|continue|pick (?:this|it|that) up)|"
+    r"talk (?:to you )?(?:later|soon|tomorrow)|(?:see|catch) you|speak soon|thanks|thank you|thx|"
+    r"cheers|bye|good ?bye|good ?night|have a (?:good|nice|great)|that'?s (?:all|it) for|"
+    r"(?:i'?ll|we'?ll) (?:stop|leave it) (?:here|there)|more (?:tomorrow|later)|until tomorrow)\b"
+    r"|^(?:好的|好吧|谢谢|多谢|感谢|辛苦|今天就到|今天先|先这样|就这样|就到这|再见|拜拜|明天见|回头见|"
+    r"下次见|晚安|明天再|回头再)",
+    re.IGNORECASE,
+)
+# Closing a conversation is never a fact, even with a date in it ("…for today (2026-11-26)").
+_CLOSING = re.compile(
+    r"^(?:(?:ok(?:ay)?|alright|all right|so|well|great|cool)[,!.\s]+)*"
+    r"(?:let'?s (?:stop|call it|wrap|pause|end|finish|pick (?:this|it|that) up)|"
+    r"talk (?:to you )?(?:later|soon|tomorrow))\b|^(?:今天就到|今天先|先这样|就这样|就到这)",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,17 +150,18 @@ def _speaker(msg: Msg, cjk: bool) -> str:
 def _groups(msg: Msg, addressees: frozenset[str]) -> list[tuple[float, list[str]]]:
     """Kept sentences of ``msg`` with their score, each joined by up to two following
     sentences that elaborate on it and have some content ("We adopted a puppy. His name is
-    Max."): on its own, "His name is Max" would not say whose name it is."""
+    Max."): on its own, "His name is Max" would not say whose name it is. Clauses joined by
+    ";" stay one sentence; closing chatter ("Let's stop here for today.") never joins."""
     groups: list[tuple[float, list[str]]] = []
     open_group = False
-    for sentence in sentences(msg.text):
+    for sentence in sentences(msg.text, semicolons=False):
         kinds = cue_kinds(sentence)
         if msg.role == "assistant" and (
             msg.text.lstrip().startswith(CANNED_PREFIX) or not _ASSISTANT_CUES.intersection(kinds)
         ):
             open_group = False  # an assistant's own chatter and plans are not memories
             continue
-        score = fact_score(sentence, addressees=addressees)
+        score = None if _CLOSING.match(sentence) else fact_score(sentence, addressees=addressees)
         if score is None:
             open_group = False
             continue
@@ -150,7 +170,12 @@ def _groups(msg: Msg, addressees: frozenset[str]) -> list[tuple[float, list[str]
                 sentence = _REMEMBER_LEAD.sub("", sentence).strip()
             groups.append((score, [sentence]))
             open_group = True
-        elif open_group and score >= _ELABORATES and len(groups[-1][1]) <= _MAX_ELABORATION:
+        elif (
+            open_group
+            and score >= _ELABORATES
+            and len(groups[-1][1]) <= _MAX_ELABORATION
+            and not _CHATTER.match(sentence)
+        ):
             groups[-1][1].append(sentence)
         else:
             open_group = False
