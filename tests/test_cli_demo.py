@@ -106,6 +106,16 @@ def test_demo_never_overwrites_a_directory_in_use(tmp_path: Path) -> None:
     assert (target / "MEMORY.md").read_text(encoding="utf-8") == "# my own memory\n"
 
 
+def test_demo_names_a_file_given_as_the_directory(tmp_path: Path) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("mine\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["demo", "--dir", str(target)])
+    assert result.exit_code == 1
+    assert "is a file, not a directory" in result.stderr
+    assert "not empty" not in result.stderr
+    assert target.read_text(encoding="utf-8") == "mine\n"
+
+
 def test_sample_ships_with_the_package_or_the_checkout() -> None:
     found = sample_workspace_dir()
     assert (found / "MEMORY.md").is_file()

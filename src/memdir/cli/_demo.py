@@ -82,7 +82,9 @@ def create_demo_workspace(directory: Path | None) -> Workspace:
     """Copy the sample into ``directory`` (new or empty) or into a fresh temporary directory."""
     if directory is None:
         directory = Path(tempfile.mkdtemp(prefix="memdir-demo-")) / "workspace"
-    elif directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+    elif directory.exists() and not directory.is_dir():
+        raise WorkspaceError(f"{directory} is a file, not a directory; give a new or empty one")
+    elif directory.exists() and any(directory.iterdir()):
         raise WorkspaceError(f"{directory} is not empty; give a new or empty directory to --dir")
     try:
         shutil.copytree(sample_workspace_dir(), directory, dirs_exist_ok=True)
