@@ -108,6 +108,21 @@ async def test_bad_arguments_get_the_plain_tools_one_line_errors(sample: Workspa
     assert version == memdir.__version__
 
 
+async def test_missing_arguments_get_one_line_errors(sample: Workspace) -> None:
+    calls = [
+        ("memory_get", {"start_line": 2}, "path is required"),
+        ("memory_search", {"max_results": 3}, "query is required"),
+        ("memory_add", {}, "text is required"),
+    ]
+    with anyio.fail_after(TIMEOUT):
+        async with Client(create_server(sample)) as client:
+            results = [await client.call_tool(name, args) for name, args, _ in calls]
+    for (_, _, message), result in zip(calls, results, strict=True):
+        assert result.is_error
+        assert message in text_of(result) and "\n" not in text_of(result), text_of(result)
+    assert not (sample.root / "memory" / "2026-11-30.md").exists()
+
+
 async def test_read_only_server_has_no_add(sample: Workspace) -> None:
     with anyio.fail_after(TIMEOUT):
         async with Client(create_server(sample, read_only=True)) as client:

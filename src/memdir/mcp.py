@@ -109,21 +109,28 @@ def create_server(workspace: Workspace | str | None = None, *, read_only: bool =
         spec = {k: v for k, v in TOOL_SCHEMAS[tool]["properties"][name].items() if k != "default"}
         return WithJsonSchema(spec)
 
+    def given(name: str, value: Any) -> Any:
+        # A required argument has a None default for the SDK, so that leaving it out gets
+        # this one-line error rather than pydantic's report; the schema still requires it.
+        if value is None:
+            raise sdk.tool_error(f"{name} is required (a string)")
+        return value
+
     def search(
-        query: Annotated[Any, arg("memory_search", "query")],
+        query: Annotated[Any, arg("memory_search", "query")] = None,
         max_results: Annotated[Any, arg("memory_search", "max_results")] = _DEFAULT_MAX_RESULTS,
     ) -> str:
-        return checked(memory_search(query, max_results, workspace=ws))
+        return checked(memory_search(given("query", query), max_results, workspace=ws))
 
     def get(
-        path: Annotated[Any, arg("memory_get", "path")],
+        path: Annotated[Any, arg("memory_get", "path")] = None,
         start_line: Annotated[Any, arg("memory_get", "start_line")] = _DEFAULT_START_LINE,
         num_lines: Annotated[Any, arg("memory_get", "num_lines")] = _DEFAULT_NUM_LINES,
     ) -> str:
-        return checked(memory_get(path, start_line, num_lines, workspace=ws))
+        return checked(memory_get(given("path", path), start_line, num_lines, workspace=ws))
 
-    def add(text: Annotated[Any, arg("memory_add", "text")]) -> str:
-        return checked(memory_add(text, workspace=ws))
+    def add(text: Annotated[Any, arg("memory_add", "text")] = None) -> str:
+        return checked(memory_add(given("text", text), workspace=ws))
 
     options: dict[str, Any] = {}
     if "version" in inspect.signature(sdk.server_class).parameters:  # v1 takes no version
@@ -150,6 +157,12 @@ def create_server(workspace: Workspace | str | None = None, *, read_only: bool =
             annotations=annotations,
             structured_output=False,
         )
+        # Both SDK majors keep the registered tools in ``_tool_manager``; the listed schema
+        # must say what is required, as the plain tools' schema does (see given()).
+        schema = server._tool_manager.get_tool(name).parameters
+        schema["required"] = list(TOOL_SCHEMAS[name]["required"])
+        for required in schema["required"]:
+            schema["properties"][required].pop("default", None)
     return server
 
 
