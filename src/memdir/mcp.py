@@ -157,13 +157,24 @@ def create_server(workspace: Workspace | str | None = None, *, read_only: bool =
             annotations=annotations,
             structured_output=False,
         )
-        # Both SDK majors keep the registered tools in ``_tool_manager``; the listed schema
-        # must say what is required, as the plain tools' schema does (see given()).
-        schema = server._tool_manager.get_tool(name).parameters
-        schema["required"] = list(TOOL_SCHEMAS[name]["required"])
-        for required in schema["required"]:
-            schema["properties"][required].pop("default", None)
+        _restore_required(server, name)
     return server
+
+
+def _restore_required(server: Any, name: str) -> None:
+    """Mark the tool's required arguments as required again in the listed schema.
+
+    Both SDK majors keep registered tools in the private ``_tool_manager``; if a later SDK
+    moves it, the schema merely shows those arguments as optional (the tools still answer a
+    missing one with a one-line error), so the server keeps working.
+    """
+    try:
+        schema = server._tool_manager.get_tool(name).parameters
+    except AttributeError:
+        return
+    schema["required"] = list(TOOL_SCHEMAS[name]["required"])
+    for required in schema["required"]:
+        schema["properties"].get(required, {}).pop("default", None)
 
 
 def serve(
