@@ -16,9 +16,12 @@ Follows the protocol of the shared benchmark README exactly:
 Usage::
 
     python benchmarks/retrieval.py FILE.json [--json OUT] [--limit-corpora N] [--ablate F,...]
+        [--embedder e5]
 
 ``--ablate`` switches ranking features off (see ``memdir.index._rank.RankConfig``) to measure
-what each one contributes.
+what each one contributes. ``--embedder`` measures hybrid search: after indexing, every line
+is embedded (``MemoryIndex.embed_pending``, timed separately) and searches fuse the lexical
+and the vector ranking.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from memdir import MemoryIndex, Workspace
+from memdir.embeddings import Embedder, embedder_from_string
 
 LIMIT = 50
 ADVERSARIAL = "adversarial"
@@ -112,7 +116,13 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-def run(path: Path, *, limit_corpora: int | None = None, k: int = LIMIT) -> dict[str, Any]:
+def run(
+    path: Path,
+    *,
+    limit_corpora: int | None = None,
+    k: int = LIMIT,
+    embedder: Embedder | None = None,
+) -> dict[str, Any]:
     """Run the protocol on one memret/1 file; returns per-query rows and summaries."""
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("format") != "memret/1":
@@ -123,17 +133,21 @@ def run(path: Path, *, limit_corpora: int | None = None, k: int = LIMIT) -> dict
         queries_by_corpus[query["corpus"]].append(query)
     rows: list[dict[str, Any]] = []
     skipped = 0
-    build_s = 0.0
+    build_s = embed_s = 0.0
     with tempfile.TemporaryDirectory(prefix="memdir-retrieval-") as tmp:
         for number, corpus in enumerate(corpora):
             root = Path(tmp) / f"c{number}"
             where = write_corpus(root, corpus["docs"])
             session_of = {d["id"]: f"{d['date']}/{d.get('session')}" for d in corpus["docs"]}
             ws = Workspace(root, tz="UTC")
-            with MemoryIndex(ws) as index:
+            with MemoryIndex(ws, embedder=embedder or False) as index:
                 started = time.perf_counter()
                 index.index_all_from_workspace()
                 build_s += time.perf_counter() - started
+                if embedder is not None:
+                    started = time.perf_counter()
+                    index.embed_pending()
+                    embed_s += time.perf_counter() - started
                 for query in queries_by_corpus.get(corpus["id"], []):
                     relevant = set(query.get("relevant") or [])
                     if not relevant:
@@ -173,6 +187,8 @@ def run(path: Path, *, limit_corpora: int | None = None, k: int = LIMIT) -> dict
         "queries": len(rows),
         "skipped_without_relevant": skipped,
         "build_s": build_s,
+        "embedder": None if embedder is None else embedder.name,
+        "embed_s": embed_s,
         "summaries": summaries,
         "rows": rows,
     }
@@ -183,6 +199,11 @@ def _print(result: dict[str, Any]) -> None:
         f"{result['dataset']}: {result['corpora']} corpora, {result['queries']} queries "
         f"({result['skipped_without_relevant']} without relevant docs skipped), "
         f"index build {result['build_s']:.2f} s"
+        + (
+            f", embedding {result['embed_s']:.1f} s ({result['embedder']})"
+            if result["embedder"]
+            else ""
+        )
     )
     head = f"{'group':<18}{'n':>6}" + "".join(f"{m:>9}" for m in METRICS) + "   p50ms  p95ms"
     print(head)
@@ -200,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         "--k", type=int, default=LIMIT, help=f"results asked per query (default {LIMIT})"
     )
     parser.add_argument("--limit-corpora", type=int, help="only the first N corpora")
+    parser.add_argument("--embedder", help="hybrid search with this embedder (e.g. e5)")
     parser.add_argument("--ablate", default="", help="ranking features to switch off (comma list)")
     parser.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="a ranking parameter"
@@ -220,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown ranking features: {', '.join(sorted(unknown))}")
         _rank.DEFAULT = dataclasses.replace(_rank.DEFAULT, **changes)
         print(f"ranking: {_rank.DEFAULT}")
-    result = run(args.file, limit_corpora=args.limit_corpora, k=args.k)
+    embedder = embedder_from_string(args.embedder) if args.embedder else None
+    result = run(args.file, limit_corpora=args.limit_corpora, k=args.k, embedder=embedder)
     _print(result)
     if args.json:
         args.json.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -23,6 +23,7 @@ EXPECTED = [
     "ConsolidationResult",
     "ContextOverflowError",
     "ConversationCompactor",
+    "EmbedStats",
     "EstimatingCounter",
     "ExactCounter",
     "FlushResult",

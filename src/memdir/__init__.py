@@ -23,7 +23,7 @@ from memdir.errors import (
     WorkspaceError,
 )
 from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
-from memdir.index import IndexStats, MemoryIndex, SearchHit
+from memdir.index import EmbedStats, IndexStats, MemoryIndex, SearchHit
 from memdir.ingest import IngestReport, ingest, ingest_sync
 from memdir.memory import (
     ConsolidationResult,
@@ -70,6 +70,7 @@ __all__ = [
     "ConsolidationResult",
     "ContextOverflowError",
     "ConversationCompactor",
+    "EmbedStats",
     "EstimatingCounter",
     "ExactCounter",
     "FlushResult",

@@ -1,4 +1,4 @@
-"""Fake models for tests: :class:`ScriptedModel` and :class:`FunctionModel`.
+"""Fakes for tests: :class:`ScriptedModel`, :class:`FunctionModel` and :class:`ConceptEmbedder`.
 
 Both implement :class:`~memdir.models.ChatModel` and record every request as a
 :class:`ModelCall`, so a test can script the answers and then assert on what was asked::
@@ -15,12 +15,12 @@ import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from memdir.messages import Msg, ToolUseBlock
 from memdir.models._base import ModelResponse, ToolSpec, request_task
 
-__all__ = ["FunctionModel", "ModelCall", "Reply", "ScriptedModel", "Step"]
+__all__ = ["ConceptEmbedder", "FunctionModel", "ModelCall", "Reply", "ScriptedModel", "Step"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,3 +190,44 @@ class FunctionModel(_FakeModel):
 
     async def _answer(self, call: ModelCall) -> ModelResponse:
         return _to_response(await _resolve(self._fn, call))
+
+
+class ConceptEmbedder:
+    """A deterministic :class:`~memdir.embeddings.Embedder` for tests (needs numpy).
+
+    Each concept is one dimension; a text's vector counts the concept's words found in it
+    (case-insensitive substrings), so a test decides what "means the same"::
+
+        embedder = ConceptEmbedder({"db": ["database", "数据库"], "move": ["migration", "迁移"]})
+
+    ``documents`` lists every text given to :meth:`embed_documents`, in order.
+    """
+
+    def __init__(self, concepts: dict[str, Sequence[str]], *, name: str = "concepts") -> None:
+        if not concepts:
+            raise ValueError("ConceptEmbedder needs at least one concept")
+        self.concepts = {key: [w.lower() for w in words] for key, words in concepts.items()}
+        self.name = f"{name}-{len(self.concepts)}"
+        self.dim = len(self.concepts)
+        self.documents: list[str] = []
+        self.queries: list[str] = []
+
+    def _vector(self, text: str) -> list[float]:
+        low = text.lower()
+        return [float(sum(low.count(w) for w in words)) for words in self.concepts.values()]
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        """One row per text."""
+        import numpy as np
+
+        self.documents.extend(texts)
+        return np.array([self._vector(t) for t in texts], dtype=np.float32).reshape(
+            len(texts), self.dim
+        )
+
+    def embed_query(self, text: str) -> Any:
+        """The vector of one query."""
+        import numpy as np
+
+        self.queries.append(text)
+        return np.array(self._vector(text), dtype=np.float32)

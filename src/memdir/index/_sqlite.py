@@ -10,7 +10,7 @@ from pathlib import Path
 from memdir.index._engine import FileInfo, FileSnapshot, StoredRow, SyncResult
 from memdir.index._markdown import ParsedFile, Unit, ends_in_fence, parse_markdown
 from memdir.index._paths import digest, ledger_day
-from memdir.index._schema import LINE_BITS, connect, prepare
+from memdir.index._schema import LINE_BITS, connect, immediate, prepare
 from memdir.index._text import index_body
 
 __all__ = ["SqliteEngine"]
@@ -82,15 +82,8 @@ class SqliteEngine:
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        con = self._con
-        con.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(self._con) as con:
             yield con
-        except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
-            raise
-        con.execute("COMMIT")
         self._files_by_id = None
 
     @contextlib.contextmanager
@@ -360,6 +353,14 @@ class SqliteEngine:
             )
             out.update((row[0], (row[1], row[2])) for row in rows)
         return out
+
+    def units_of(self, file_id: int) -> list[tuple[int, str]]:
+        """``(row id, content)`` of every unit of one file, in line order."""
+        lo, hi = _file_range(file_id)
+        rows = self._con.execute(
+            "SELECT id, content FROM units WHERE id >= ? AND id < ? ORDER BY id", (lo, hi)
+        )
+        return [(row[0], row[1]) for row in rows]
 
     def fetch(self, rowids: Sequence[int]) -> list[StoredRow]:
         """Stored rows for ``rowids`` (missing ids skipped), with file and heading."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["IndexStats", "SearchHit"]
+__all__ = ["EmbedStats", "IndexStats", "SearchHit"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -22,7 +22,9 @@ class SearchHit:
             over the matched query terms (rare terms weigh more), scaled by the share of the
             query the span covers, plus a bonus for query terms standing close together and a
             share of the score of a strong match on the line next to it (same section), times
-            small boosts for recent daily files and for ``MEMORY.md``.
+            small boosts for recent daily files and for ``MEMORY.md``. In hybrid search
+            (an embedder is set) it is the reciprocal rank fusion of the lexical rank and the
+            vector-similarity rank instead: ``sum(1 / (60 + rank))``.
         heading: text of the nearest Markdown heading above the span (without ``#``), if any.
         archived: the file lives in ``memory/archive/``.
     """
@@ -52,4 +54,23 @@ class IndexStats:
     files_unchanged: int
     files_removed: int
     lines_indexed: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EmbedStats:
+    """What one :meth:`MemoryIndex.embed_pending` call did.
+
+    Attributes:
+        embedded: distinct memory lines embedded by this call.
+        pending: distinct lines still without a vector (the call ran out of time).
+        total: distinct lines in the index that have text to embed.
+        removed: vectors dropped because no line holds their text any more.
+        seconds: wall time of the call.
+    """
+
+    embedded: int
+    pending: int
+    total: int
+    removed: int
     seconds: float

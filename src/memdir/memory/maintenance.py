@@ -8,7 +8,9 @@ serves sync and async callers alike and never runs on the caller's thread or loo
 2. consolidate new ledger entries into ``MEMORY.md``;
 3. delete session logs, evicted tool results and flush cursors older than
    ``session_retention_days``;
-4. bring the search index up to date (incremental).
+4. bring the search index up to date (incremental);
+5. when the workspace uses hybrid search (an embedder is set), compute the vectors of new
+   lines, for at most ``embed_time_budget``.
 
 :meth:`~MemoryMaintenanceScheduler.request_consolidation` (called after each flush) only sets
 a flag; the worker serves it once ``consolidation_min_gap`` has passed since the last
@@ -38,7 +40,7 @@ from memdir.memory.consolidate import ConsolidationResult, MemoryConsolidator
 from memdir.workspace import MEMORY_DIR, Workspace
 
 if TYPE_CHECKING:
-    from memdir.index import IndexStats, MemoryIndex
+    from memdir.index import EmbedStats, IndexStats, MemoryIndex
 
 __all__ = ["MaintenanceConfig", "MaintenanceReport", "MemoryMaintenanceScheduler"]
 
@@ -61,6 +63,8 @@ class MaintenanceConfig:
         max_memory_tokens: the ``MEMORY.md`` budget (for consolidators built from this config).
         startup_delay: wait this long after :meth:`MemoryMaintenanceScheduler.start` before an
             overdue run, so that starting an agent stays fast.
+        embed_time_budget: when the workspace uses hybrid search, the longest one run spends
+            computing vectors of new lines (the rest waits for the next run).
     """
 
     interval: timedelta = timedelta(hours=6)
@@ -69,11 +73,12 @@ class MaintenanceConfig:
     consolidation_min_gap: timedelta = timedelta(minutes=30)
     max_memory_tokens: int = 4000
     startup_delay: timedelta = timedelta(seconds=30)
+    embed_time_budget: timedelta = timedelta(minutes=5)
 
     def __post_init__(self) -> None:
         owner = "MaintenanceConfig"
         check_duration(owner, "interval", self.interval)
-        for name in ("consolidation_min_gap", "startup_delay"):
+        for name in ("consolidation_min_gap", "startup_delay", "embed_time_budget"):
             check_duration(owner, name, getattr(self, name), allow_zero=True)
         for name in ("daily_file_retention_days", "session_retention_days"):
             check_int(owner, name, getattr(self, name), minimum=1)
@@ -91,6 +96,8 @@ class MaintenanceReport:
         tool_results_deleted: evicted tool result paths deleted.
         cursors_deleted: flush cursor paths deleted.
         index: index statistics, or ``None`` if not reindexed.
+        vectors: what computing vectors did, or ``None`` when the workspace does not use
+            hybrid search (or the step failed).
         errors: one line per failed step (``"<step>: <error type>: <message>"``).
         skipped: ``"busy"`` when another process was running maintenance, else ``None``.
         dry_run: nothing was changed.
@@ -102,6 +109,7 @@ class MaintenanceReport:
     tool_results_deleted: tuple[str, ...] = ()
     cursors_deleted: tuple[str, ...] = ()
     index: IndexStats | None = None
+    vectors: EmbedStats | None = None
     errors: tuple[str, ...] = ()
     skipped: str | None = None
     dry_run: bool = False
@@ -261,11 +269,16 @@ class MemoryMaintenanceScheduler:
             )
         except Exception as exc:
             errors.append(_failure("prune", exc))
+        vectors: EmbedStats | None = None
         if not dry_run:
             try:
                 stats = self._reindex()
             except Exception as exc:
                 errors.append(_failure("reindex", exc))
+            try:
+                vectors = self._embed()
+            except Exception as exc:
+                errors.append(_failure("embed", exc))
         return MaintenanceReport(
             archived=tuple(archived),
             consolidation=consolidation,
@@ -273,6 +286,7 @@ class MemoryMaintenanceScheduler:
             tool_results_deleted=pruned.tool_results,
             cursors_deleted=pruned.cursors,
             index=stats,
+            vectors=vectors,
             errors=tuple(errors),
             dry_run=dry_run,
         )
@@ -284,6 +298,19 @@ class MemoryMaintenanceScheduler:
 
         with MemoryIndex(self.workspace) as index:
             return index.refresh()
+
+    def _embed(self) -> EmbedStats | None:
+        from memdir.index import MemoryIndex
+
+        budget = self.config.embed_time_budget.total_seconds()
+        if isinstance(self.index, MemoryIndex):
+            if self.index.embedder is None:
+                return None
+            return self.index.embed_pending(max_seconds=budget)
+        with MemoryIndex(self.workspace) as index:
+            if index.embedder is None:
+                return None
+            return index.embed_pending(max_seconds=budget)
 
     # -- persisted times ----------------------------------------------------------------
 

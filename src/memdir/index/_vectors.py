@@ -1,0 +1,300 @@
+"""Vectors of memory units for hybrid search: a derived store beside the full-text index.
+
+Vectors live in their own database, ``<workspace>/.index/vectors.db``, keyed by a hash of the
+embedder's name and the unit's text, not by row id: a line that moves (a line inserted above
+it), a full re-index or a rebuilt full-text database keep their vectors, identical lines
+share one, and a new embedder never meets the old one's vectors. Like the full-text index it
+is derived data: a damaged file is replaced (with a warning) and the vectors computed again.
+
+:class:`DenseIndex` keeps each file's vectors as one numpy matrix in memory, reloading only
+files whose content changed or that were waiting for vectors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import sqlite3
+import threading
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memdir.embeddings import document_text
+from memdir.errors import IndexError_
+from memdir.index._engine import Engine, FileInfo
+from memdir.index._schema import connect, immediate, is_corruption
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from memdir.embeddings import Embedder
+
+__all__ = ["VECTORS_DB", "DenseIndex", "VectorStore", "unit_key"]
+
+logger = logging.getLogger("memdir.index")
+
+VECTORS_DB = "vectors.db"
+APPLICATION_ID = 0x6D647663  # "mdvc"
+SCHEMA_VERSION = 1
+_CHUNK = 500
+
+
+def unit_key(model: str, text: str) -> bytes:
+    """The store key of ``text`` embedded by ``model``."""
+    return hashlib.blake2b(f"{model}\0{text}".encode(), digest_size=16).digest()
+
+
+class VectorStore:
+    """``vectors.db``: unit vectors by key, plus the workspace's embedder setting."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._con: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            if self._con is not None:
+                self._con.close()
+                self._con = None
+
+    def exists(self) -> bool:
+        """Whether the database file exists (nothing was ever stored if not)."""
+        return self.path.exists()
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._con is None:
+            try:
+                self._con = self._open()
+            except sqlite3.DatabaseError as exc:
+                if not is_corruption(exc):
+                    raise IndexError_(f"cannot open {self.path}: {exc}") from exc
+                self._con = self._replace(f"it is damaged ({exc})")
+        return self._con
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        con = connect(self.path)
+        try:
+            app = con.execute("PRAGMA application_id").fetchone()[0]
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+            if (app, version) == (APPLICATION_ID, SCHEMA_VERSION):
+                return con
+            names = con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if app != 0 or version != 0 or names:
+                con.close()
+                return self._replace("it is not a memdir vector store of this version")
+            con.execute("BEGIN IMMEDIATE")
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+                " WITHOUT ROWID"
+            )
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS vectors(key BLOB PRIMARY KEY, vec BLOB NOT NULL)"
+                " WITHOUT ROWID"
+            )
+            con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            con.execute("COMMIT")
+        except BaseException:
+            con.close()
+            raise
+        return con
+
+    def _replace(self, problem: str) -> sqlite3.Connection:
+        message = f"memdir vector store {self.path} was reset: {problem}; vectors are recomputed"
+        warnings.warn(message, RuntimeWarning, stacklevel=5)
+        logger.warning("%s", message)
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                Path(f"{self.path}{suffix}").unlink()
+        return self._open()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, immediate(self._connect()) as con:
+            yield con
+
+    def _get(self, key: str) -> str | None:
+        with self._lock:
+            row = self._connect().execute("SELECT value FROM meta WHERE key = ?", (key,))
+            found = row.fetchone()
+        return None if found is None else str(found[0])
+
+    def embedder_name(self) -> str | None:
+        """The embedder the workspace is set to use (``memdir index --embed NAME``), if any."""
+        if not self.exists():
+            return None
+        return self._get("embedder")
+
+    def set_embedder_name(self, name: str | None) -> None:
+        """Record (or, with ``None``, clear) the workspace's embedder."""
+        with self._write() as con:
+            if name is None:
+                con.execute("DELETE FROM meta WHERE key = 'embedder'")
+            else:
+                con.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedder', ?)", (name,)
+                )
+
+    def generation(self) -> int:
+        """A number that grows whenever vectors are added."""
+        if self._con is None and not self.exists():
+            return 0
+        value = self._get("generation")
+        return int(value) if value else 0
+
+    def missing(self, keys: Iterable[bytes]) -> set[bytes]:
+        """The keys among ``keys`` that have no vector yet."""
+        wanted = list(dict.fromkeys(keys))
+        have = set(self.load(wanted))
+        return {key for key in wanted if key not in have}
+
+    def load(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        """Stored vectors (raw float32 bytes) for ``keys``; absent keys are left out."""
+        out: dict[bytes, bytes] = {}
+        with self._lock:
+            con = self._connect()
+            for i in range(0, len(keys), _CHUNK):
+                chunk = keys[i : i + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                out.update(
+                    (bytes(key), bytes(vec))
+                    for key, vec in con.execute(
+                        f"SELECT key, vec FROM vectors WHERE key IN ({marks})", chunk
+                    )
+                )
+        return out
+
+    def add(self, items: Sequence[tuple[bytes, bytes]]) -> None:
+        """Store vectors (one transaction); keys already present are kept."""
+        if not items:
+            return
+        with self._write() as con:
+            con.executemany("INSERT OR IGNORE INTO vectors(key, vec) VALUES (?, ?)", items)
+            row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+            con.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)",
+                (str(int(row[0]) + 1 if row else 1),),
+            )
+
+    def prune(self, keep: set[bytes]) -> int:
+        """Delete every vector whose key is not in ``keep``; returns how many went."""
+        with self._write() as con:
+            con.execute("CREATE TEMP TABLE IF NOT EXISTS keep(key BLOB PRIMARY KEY) WITHOUT ROWID")
+            con.execute("DELETE FROM temp.keep")
+            con.executemany("INSERT OR IGNORE INTO temp.keep(key) VALUES (?)", ((k,) for k in keep))
+            cursor = con.execute("DELETE FROM vectors WHERE key NOT IN (SELECT key FROM temp.keep)")
+            con.execute("DELETE FROM temp.keep")
+            return cursor.rowcount
+
+    def count(self) -> int:
+        """Number of stored vectors."""
+        if self._con is None and not self.exists():
+            return 0
+        with self._lock:
+            return int(self._connect().execute("SELECT count(*) FROM vectors").fetchone()[0])
+
+
+@dataclass(slots=True)
+class _FileVectors:
+    digest: bytes
+    generation: int
+    complete: bool
+    rowids: npt.NDArray[np.int64]
+    matrix: npt.NDArray[np.float32]
+
+
+def file_texts(model: str, engine: Engine, info: FileInfo) -> list[tuple[int, bytes, str]]:
+    """``(row id, key, text)`` of each unit of a file that has text to embed."""
+    out: list[tuple[int, bytes, str]] = []
+    for rowid, content in engine.units_of(info.id):
+        text = document_text(content)
+        if text:
+            out.append((rowid, unit_key(model, text), text))
+    return out
+
+
+class DenseIndex:
+    """Nearest units to a query vector, over per-file matrices cached in memory.
+
+    A file's matrix is reloaded when its content changed, or when it was waiting for vectors
+    and new ones were stored since. Units without a vector yet are simply not candidates.
+    """
+
+    def __init__(self, store: VectorStore, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+        self._files: dict[int, _FileVectors] = {}
+
+    def _load(self, engine: Engine, info: FileInfo, generation: int) -> _FileVectors:
+        import numpy as np
+
+        units = file_texts(self.embedder.name, engine, info)
+        found = self.store.load([key for _, key, _ in units])
+        dim = self.embedder.dim
+        rowids: list[int] = []
+        vectors: list[bytes] = []
+        for rowid, key, _ in units:
+            vec = found.get(key)
+            if vec is not None and len(vec) == 4 * dim:
+                rowids.append(rowid)
+                vectors.append(vec)
+        matrix = np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), dim)
+        return _FileVectors(
+            digest=info.digest,
+            generation=generation,
+            complete=len(rowids) == len(units),
+            rowids=np.asarray(rowids, dtype=np.int64),
+            matrix=matrix,
+        )
+
+    def search(
+        self, engine: Engine, query: npt.NDArray[np.float32], k: int
+    ) -> list[tuple[int, float]]:
+        """The ``k`` units most similar to ``query`` (cosine > 0), as ``(row id, similarity)``."""
+        import numpy as np
+
+        files = engine.files_by_id()
+        generation = self.store.generation()
+        for file_id in self._files.keys() - files.keys():
+            del self._files[file_id]
+        scores: list[npt.NDArray[np.float32]] = []
+        ids: list[npt.NDArray[np.int64]] = []
+        for file_id, info in files.items():
+            entry = self._files.get(file_id)
+            if (
+                entry is None
+                or entry.digest != info.digest
+                or (not entry.complete and entry.generation != generation)
+            ):
+                entry = self._files[file_id] = self._load(engine, info, generation)
+            if len(entry.rowids):
+                scores.append(entry.matrix @ query)
+                ids.append(entry.rowids)
+        if not scores:
+            return []
+        every = np.concatenate(scores)
+        rowids = np.concatenate(ids)
+        k = min(k, len(every))
+        top = np.argpartition(-every, k - 1)[:k]
+        top = top[np.lexsort((-rowids[top], -every[top]))]  # ties: the newer line first
+        # A vector orthogonal to the query (or a zero vector) shares nothing with it.
+        return [(int(rowids[i]), float(every[i])) for i in top if every[i] > 0]
+
+
+def normalized(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Rows scaled to unit length (zero rows stay zero), as contiguous float32."""
+    import numpy as np
+
+    array = np.ascontiguousarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(array, axis=-1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: npt.NDArray[np.float32] = (array / norms).astype(np.float32, copy=False)
+    return out
