@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
-from memdir.index import MemoryIndex
+from memdir.index import MemoryIndex, _rank, _search
+from memdir.index._paths import snapshot_of_text
 from memdir.index._porter import stem
+from memdir.index._schema import LINE_BITS
+from memdir.index._sqlite import SqliteEngine
+from memdir.index._text import text_tokens
 from memdir.workspace import Workspace
 
 
@@ -122,3 +130,37 @@ def test_long_query_need_not_cover_every_term(ws: Workspace, index: MemoryIndex)
         "coffee, music, books, trains, friends, work, shoes, rain and the garden"
     )
     assert _lines(index, query)[0] == ("memory/2026-11-01.md", 1)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+@example("Hello, WORLD_42 foo-bar\tbaz\x00qux\x1f end. ")
+def test_ascii_token_fast_path_equals_text_tokens(text: str) -> None:
+    assert _rank._tokens(text) == text_tokens(text)
+
+
+def test_non_ascii_tokens_fall_back_to_text_tokens() -> None:
+    for text in ("Café déjà vu", "数据库迁移 plan", "ＡＢＣ １２３", "naïve_user"):
+        assert _rank._tokens(text) == text_tokens(text)
+
+
+def _engine(tmp_path: Path) -> SqliteEngine:
+    engine, problem = SqliteEngine.open(tmp_path / "index.db")
+    assert engine is not None, problem
+    return engine
+
+
+def test_choose_keeps_the_best_pre_ranked_rows_in_order(tmp_path: Path) -> None:
+    engine = _engine(tmp_path)
+    for day in (1, 5, 9):
+        engine.sync_file(f"memory/2026-11-0{day}.md", lambda: snapshot_of_text("- a\n"))
+    engine.sync_file("MEMORY.md", lambda: snapshot_of_text("- a\n"))
+    files = engine.files_by_id()
+    scorer = _rank.Scorer(
+        [], avgdl=1.0, newest_day=max(f.day or 0 for f in files.values()), config=_rank.DEFAULT
+    )
+    ids = [*files, max(files) + 1]  # a file the table does not know has prior 1
+    pre = {(ids[i % len(ids)] << LINE_BITS) | i: float(i % 7) for i in range(1, 200)}
+    priors = {file_id: scorer.file_prior(info) for file_id, info in files.items()}
+    expected = heapq.nlargest(40, pre, key=lambda r: (pre[r] * priors.get(r >> LINE_BITS, 1.0), r))
+    assert _search._choose(pre, 40, scorer, files) == expected
+    engine.close()

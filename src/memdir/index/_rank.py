@@ -84,13 +84,27 @@ class ScoredRow:
     row: StoredRow
 
 
+# What unicode61 (and ``text_tokens``) makes of ASCII text: runs of letters and digits, case
+# folded. ``bytes.translate`` and ``split`` find them several times faster than the regex.
+_ASCII_FOLD = bytes(
+    c + 32 if 65 <= c <= 90 else c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256)
+)
+
+
+def _tokens(content: str) -> list[str]:
+    """:func:`text_tokens` of ``content`` (a fast path for ASCII text)."""
+    if content.isascii():
+        return content.encode().translate(_ASCII_FOLD).decode().split()
+    return text_tokens(content)
+
+
 def _analyse(content: str, prefixes: frozenset[str]) -> tuple[int, dict[str, list[int]]]:
     """Token count of a span and the positions of its tokens that may match a query term.
 
     Only tokens sharing their first two characters with a query token are stemmed: Porter
     stemming never changes the first two letters, so the others cannot match.
     """
-    tokens = text_tokens(content)
+    tokens = _tokens(content)
     where: dict[str, list[int]] = {}
     for i, token in enumerate(tokens):
         if token[:2] in prefixes:
@@ -134,24 +148,39 @@ class Scorer:
         self.avgdl = max(avgdl, 1.0)
         self.newest_day = newest_day
         self.config = config
+        # Per term: tokens, the token when there is one (a plain lookup), weight x idf, idf.
+        self._plan = [
+            (
+                term.tokens,
+                term.tokens[0] if len(term.tokens) == 1 else None,
+                term.weight * term.idf,
+                term.idf,
+                term.part,
+            )
+            for term in terms
+        ]
+        self._priors: dict[int, tuple[FileInfo, float]] = {}
 
     def score(self, row: StoredRow) -> float:
         """Relevance of one row on its own (0: no query term in it)."""
         config = self.config
         length, index = _analyse(row.content, self.prefixes)
+        if not index:
+            return 0.0
         norm = config.k1 * (1 - config.b + config.b * (length or 1) / self.avgdl)
+        k1_1 = config.k1 + 1
         bm25 = 0.0
         matched_idf = 0.0
         found: list[tuple[list[int], float, int]] = []
-        for number, term in enumerate(self.terms):
-            where = _positions(index, term.tokens)
+        for number, (tokens, single, gain, term_idf, part) in enumerate(self._plan):
+            where = index.get(single) if single is not None else _positions(index, tokens)
             if not where:
                 continue
             tf = len(where)
-            bm25 += term.weight * term.idf * tf * (config.k1 + 1) / (tf + norm)
-            if not term.part:
-                matched_idf += term.idf
-                found.append((where, term.idf, number))
+            bm25 += gain * tf * k1_1 / (tf + norm)
+            if not part:
+                matched_idf += term_idf
+                found.append((where, term_idf, number))
         if bm25 <= 0:
             return 0.0
         score = bm25
@@ -171,7 +200,13 @@ class Scorer:
 
     def prior(self, row: StoredRow) -> float:
         """Query-independent factor: recency of the daily file, curated memory."""
-        return self.file_prior(row.file)
+        file = row.file
+        known = self._priors.get(file.id)
+        if known is not None and known[0] is file:
+            return known[1]
+        factor = self.file_prior(file)
+        self._priors[file.id] = (file, factor)
+        return factor
 
     def file_prior(self, file: FileInfo) -> float:
         """Query-independent factor of one file (recency of a daily file, curated memory)."""

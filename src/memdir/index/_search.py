@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Container
 
 from memdir.index import _rank
-from memdir.index._engine import Engine, StoredRow
+from memdir.index._engine import Engine, FileInfo, StoredRow
 from memdir.index._porter import stem
 from memdir.index._query import Term, analyze_query
 from memdir.index._rank import Scorer, WeightedTerm, finish, idf
@@ -98,6 +98,25 @@ def _pre_rank(lists: list[tuple[list[int], float]], wanted: int) -> dict[int, fl
             for rowid in pre.keys() & ids:
                 pre[rowid] += gain
     return pre
+
+
+def _choose(
+    pre: dict[int, float], wanted: int, scorer: Scorer, files: dict[int, FileInfo]
+) -> list[int]:
+    """The ``wanted`` rows of best pre-rank times file prior (ties: the higher row id), best first.
+
+    Priors are computed only for the files that hold candidates; the heap compares plain
+    tuples (no key function called per row).
+    """
+    shift = LINE_BITS
+    prior = {
+        file_id: scorer.file_prior(files[file_id])
+        for file_id in {rowid >> shift for rowid in pre}
+        if file_id in files
+    }
+    get = prior.get
+    keyed = [(weight * get(rowid >> shift, 1.0), rowid) for rowid, weight in pre.items()]
+    return [rowid for _, rowid in heapq.nlargest(wanted, keyed)]
 
 
 def _add_conjunctions(
@@ -175,11 +194,7 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
         # the pre-rank undercounts rows whose other terms sat in cut-short lists.
         _add_conjunctions(engine, main, pre, wanted, (MAX_AND_TERMS,))
     scorer = Scorer(weighted, avgdl=avgdl, newest_day=engine.newest_day(), config=config)
-    prior = scorer.file_priors(engine.files_by_id())
-    shift = LINE_BITS
-    chosen = heapq.nlargest(
-        wanted, pre, key=lambda rowid: (pre[rowid] * prior.get(rowid >> shift, 1.0), rowid)
-    )
+    chosen = _choose(pre, wanted, scorer, engine.files_by_id())
     rows = {row.rowid: row for row in engine.fetch(chosen)}
     scores = {rowid: scorer.score(row) for rowid, row in rows.items()}
     if config.context:
