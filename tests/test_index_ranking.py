@@ -149,6 +149,56 @@ def _engine(tmp_path: Path) -> SqliteEngine:
     return engine
 
 
+def test_units_from_is_exact_for_files_without_gaps(tmp_path: Path) -> None:
+    engine = _engine(tmp_path)
+    for day in range(1, 4):
+        text = "".join(f"- line {i} of day {day}\n" for i in range(1, 51))
+        engine.sync_file(f"memory/2026-11-0{day}.md", lambda t=text: snapshot_of_text(t))
+    files = engine.files_by_id()
+    rowids = [(file_id << LINE_BITS) | line for file_id in files for line in (1, 17, 50)]
+    with engine.snapshot():
+        assert _search._units_from(engine, rowids) == {r: engine.rows_from(r) for r in rowids}
+    engine.close()
+
+
+def test_units_from_estimates_within_one_file(tmp_path: Path) -> None:
+    engine = _engine(tmp_path)
+    # Headings, blank lines and a multi-line unit: the count inside the row's own file is
+    # interpolated over its line span; the later files are counted exactly.
+    text = "# Day\n\n" + "".join(
+        f"- item {i}\n" + ("\n## Part\n" if i % 10 == 0 else "") for i in range(40)
+    )
+    text += "```\ncode block\nmore code\n```\n- last item\n"
+    engine.sync_file("memory/2026-11-01.md", lambda: snapshot_of_text(text))
+    engine.sync_file("memory/2026-11-02.md", lambda: snapshot_of_text("- a\n- b\n- c\n"))
+    files = engine.files_by_id()
+    first = min(files)
+    with engine.snapshot():
+        rowids = [row for row, _ in engine.units_of(first)]
+        estimated = _search._units_from(engine, rowids)
+        for rowid in rowids:
+            exact = engine.rows_from(rowid)
+            assert abs(estimated[rowid] - exact) <= 0.15 * files[first].units
+            assert estimated[rowid] >= 3 + 1  # the later file, and the row itself
+        assert _search._units_from(engine, [rowids[0]])[rowids[0]] == engine.rows_from(rowids[0])
+        assert _search._units_from(engine, []) == {}
+    engine.close()
+
+
+def test_estimated_document_frequency(tmp_path: Path) -> None:
+    engine = _engine(tmp_path)
+    for day in range(1, 5):
+        text = "".join(f"- {'common' if i % 2 else 'other'} word {i}\n" for i in range(100))
+        engine.sync_file(f"memory/2026-11-0{day}.md", lambda t=text: snapshot_of_text(t))
+    total, _ = engine.totals()
+    with engine.snapshot():
+        rare = engine.rowids('"word" AND "7"', 30)  # a short list: its length
+        full = engine.rowids('"common"', 30)  # 30 rows of 59 in the newest file: 30 x 400 / 59
+        assert engine.rows_from(full[-1]) == 59
+        assert _search._estimate_dfs(engine, [rare, full], 30, total) == [4, 203]
+    engine.close()
+
+
 def test_choose_keeps_the_best_pre_ranked_rows_in_order(tmp_path: Path) -> None:
     engine = _engine(tmp_path)
     for day in (1, 5, 9):

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["DB_NAME", "FUSION_DEPTH", "MAX_LIMIT", "RRF_K", "MemoryIndex"]
+__all__ = ["DB_NAME", "DENSE_WEIGHT", "FUSION_DEPTH", "MAX_LIMIT", "RRF_K", "MemoryIndex"]
 
 logger = logging.getLogger("memdir.index")
 
@@ -39,8 +39,11 @@ MAX_LIMIT = 1_000
 """The most hits one search returns."""
 FUSION_DEPTH = 50
 """Hybrid search fuses at least this many lexical and this many vector results."""
-RRF_K = 60
-"""Reciprocal rank fusion constant: a result at rank r (1-based) adds ``1 / (RRF_K + r)``."""
+RRF_K = 10
+"""Reciprocal rank fusion: a lexical result at rank r (1-based) adds ``1 / (RRF_K + r)``."""
+DENSE_WEIGHT = 0.7
+"""A vector result at rank r adds ``DENSE_WEIGHT / (RRF_K + r)``: the lexical ranking is the
+stronger one wherever the query shares words with the memory (docs/benchmarks.md)."""
 
 _T = TypeVar("_T")
 
@@ -538,7 +541,7 @@ def _fuse(
         hits[rowid] = hit
         scores[rowid] = 1.0 / (RRF_K + rank)
     for rank, (rowid, _) in enumerate(near, start=1):
-        scores[rowid] = scores.get(rowid, 0.0) + 1.0 / (RRF_K + rank)
+        scores[rowid] = scores.get(rowid, 0.0) + DENSE_WEIGHT / (RRF_K + rank)
     order = sorted(scores, key=lambda rowid: (-scores[rowid], -rowid))
     missing = [rowid for rowid in order if rowid not in hits]
     for row in engine.fetch(missing):

@@ -17,10 +17,11 @@ at a million lines). Instead:
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections import defaultdict
-from collections.abc import Container
+from collections.abc import Collection, Container
 
 from memdir.index import _rank
 from memdir.index._engine import Engine, FileInfo, StoredRow
@@ -37,11 +38,71 @@ MIN_PER_TERM = 200
 MAX_AND_TERMS = 4
 
 
-def _estimate_df(engine: Engine, ids: list[int], cap: int, total: int) -> int:
-    if len(ids) < cap:
-        return len(ids)
-    reached = max(1, engine.rows_from(ids[-1]))
-    return min(total, max(cap, round(cap * total / reached)))
+_later_cache: tuple[dict[int, FileInfo], list[int], list[int]] | None = None
+
+
+def _units_after(files: dict[int, FileInfo], file_id: int) -> int:
+    """Units held by the files whose id is above ``file_id``.
+
+    Suffix sums over the file table, kept for the last ``files`` mapping seen (the engine
+    hands out a new one whenever the index changes).
+    """
+    global _later_cache
+    cache = _later_cache
+    if cache is None or cache[0] is not files:
+        ids = sorted(files)
+        suffix = [0] * (len(ids) + 1)
+        for i in range(len(ids) - 1, -1, -1):
+            suffix[i] = suffix[i + 1] + files[ids[i]].units
+        cache = _later_cache = (files, ids, suffix)
+    _, ids, suffix = cache
+    return suffix[bisect.bisect_right(ids, file_id)]
+
+
+def _units_from(engine: Engine, rowids: Collection[int]) -> dict[int, int]:
+    """For each row id, the number of units whose id is that one or higher.
+
+    Files after the row's own contribute their unit counts (:meth:`Engine.files_by_id`); in
+    the row's file the units from its line to the file's last unit are estimated from the
+    line span (one batched :meth:`Engine.neighbors` lookup finds the file's first and last
+    unit), instead of counted: counting them costs a scan of the file's rows per term.
+    """
+    if not rowids:
+        return {}
+    files = engine.files_by_id()
+    shift = LINE_BITS
+    mask = (1 << shift) - 1
+    file_ids = {rowid >> shift for rowid in rowids}
+    # Line 0 is never a unit (lines are 1-based), and no file reaches the last line number.
+    probes = [f << shift for f in file_ids] + [((f + 1) << shift) - 1 for f in file_ids]
+    links = engine.neighbors(probes)
+    out: dict[int, int] = {}
+    for rowid in rowids:
+        file_id = rowid >> shift
+        info = files.get(file_id)
+        first = links.get(file_id << shift, (None, None))[1]
+        last = links.get(((file_id + 1) << shift) - 1, (None, None))[0]
+        if info is None or first is None or last is None or not first <= rowid <= last:
+            out[rowid] = engine.rows_from(rowid)  # not a consistent view: count exactly
+            continue
+        share = ((last & mask) - (rowid & mask) + 1) / ((last & mask) - (first & mask) + 1)
+        here = min(info.units, max(1, round(info.units * share)))
+        out[rowid] = _units_after(files, file_id) + here
+    return out
+
+
+def _estimate_dfs(engine: Engine, lists: list[list[int]], cap: int, total: int) -> list[int]:
+    """Document frequency of each term from its bounded list of row ids (newest first).
+
+    A short list is exact; a full one is scaled by how far back into the index it reached.
+    """
+    reached = _units_from(engine, {ids[-1] for ids in lists if len(ids) >= cap})
+    return [
+        len(ids)
+        if len(ids) < cap
+        else min(total, max(cap, round(cap * total / max(1, reached[ids[-1]]))))
+        for ids in lists
+    ]
 
 
 def _with_context(
@@ -167,11 +228,9 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
     weighted: list[WeightedTerm] = []
     main: list[tuple[Term, int, float]] = []
     lists: list[tuple[list[int], float]] = []
-    for term in active:
-        ids = engine.rowids(term.fts, per_term)
-        if not ids:
-            continue
-        df = _estimate_df(engine, ids, per_term, total)
+    found = [(term, ids) for term in active if (ids := engine.rowids(term.fts, per_term))]
+    dfs = _estimate_dfs(engine, [ids for _, ids in found], per_term, total)
+    for (term, ids), df in zip(found, dfs, strict=True):
         wt = WeightedTerm(
             tuple(stem(fold(token)) for token in term.tokens),
             idf(df, total),

@@ -24,7 +24,7 @@ class SearchHit:
             share of the score of a strong match on the line next to it (same section), times
             small boosts for recent daily files and for ``MEMORY.md``. In hybrid search
             (an embedder is set) it is the reciprocal rank fusion of the lexical rank and the
-            vector-similarity rank instead: ``sum(1 / (60 + rank))``.
+            vector-similarity rank instead: ``1 / (10 + lexical rank) + 0.7 / (10 + vector rank)``.
         heading: text of the nearest Markdown heading above the span (without ``#``), if any.
         archived: the file lives in ``memory/archive/``.
     """

@@ -96,8 +96,8 @@ class VectorStore:
                 " WITHOUT ROWID"
             )
             con.execute(
+                # a rowid table: WITHOUT ROWID stores 1.5 kB rows badly (3x the size)
                 "CREATE TABLE IF NOT EXISTS vectors(key BLOB PRIMARY KEY, vec BLOB NOT NULL)"
-                " WITHOUT ROWID"
             )
             con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
