@@ -158,6 +158,10 @@ def test_units_from_is_exact_for_files_without_gaps(tmp_path: Path) -> None:
     rowids = [(file_id << LINE_BITS) | line for file_id in files for line in (1, 17, 50)]
     with engine.snapshot():
         assert _search._units_from(engine, rowids) == {r: engine.rows_from(r) for r in rowids}
+    # A later file changes the counts: the cached per-file sums follow the index.
+    engine.sync_file("memory/2026-11-09.md", lambda: snapshot_of_text("- x\n- y\n"))
+    with engine.snapshot():
+        assert _search._units_from(engine, rowids) == {r: engine.rows_from(r) for r in rowids}
     engine.close()
 
 
