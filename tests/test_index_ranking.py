@@ -209,12 +209,19 @@ def test_choose_keeps_the_best_pre_ranked_rows_in_order(tmp_path: Path) -> None:
         engine.sync_file(f"memory/2026-11-0{day}.md", lambda: snapshot_of_text("- a\n"))
     engine.sync_file("MEMORY.md", lambda: snapshot_of_text("- a\n"))
     files = engine.files_by_id()
-    scorer = _rank.Scorer(
-        [], avgdl=1.0, newest_day=max(f.day or 0 for f in files.values()), config=_rank.DEFAULT
-    )
+    newest = max(f.day or 0 for f in files.values())
+    scorer = _rank.Scorer([], avgdl=1.0, newest_day=newest, config=_rank.DEFAULT)
     ids = [*files, max(files) + 1]  # a file the table does not know has prior 1
     pre = {(ids[i % len(ids)] << LINE_BITS) | i: float(i % 7) for i in range(1, 200)}
     priors = {file_id: scorer.file_prior(info) for file_id, info in files.items()}
     expected = heapq.nlargest(40, pre, key=lambda r: (pre[r] * priors.get(r >> LINE_BITS, 1.0), r))
     assert _search._choose(pre, 40, scorer, files) == expected
+    # Priors are remembered per index state, newest day and configuration.
+    older = _rank.Scorer([], avgdl=1.0, newest_day=newest - 90, config=_rank.DEFAULT)
+    priors = {file_id: older.file_prior(info) for file_id, info in files.items()}
+    expected = heapq.nlargest(40, pre, key=lambda r: (pre[r] * priors.get(r >> LINE_BITS, 1.0), r))
+    assert _search._choose(pre, 40, older, files) == expected
+    assert _search._choose(dict(list(pre.items())[:30]), 40, older, files) == sorted(
+        list(pre)[:30], key=lambda r: (pre[r] * priors.get(r >> LINE_BITS, 1.0), r), reverse=True
+    )
     engine.close()

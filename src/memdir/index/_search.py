@@ -27,7 +27,7 @@ from memdir.index import _rank
 from memdir.index._engine import Engine, FileInfo, StoredRow
 from memdir.index._porter import stem
 from memdir.index._query import Term, analyze_query
-from memdir.index._rank import Scorer, WeightedTerm, finish, idf
+from memdir.index._rank import RankConfig, Scorer, WeightedTerm, finish, idf
 from memdir.index._schema import LINE_BITS
 from memdir.index._text import fold
 from memdir.index._types import SearchHit
@@ -161,23 +161,52 @@ def _pre_rank(lists: list[tuple[list[int], float]], wanted: int) -> dict[int, fl
     return pre
 
 
+_prior_cache: tuple[dict[int, FileInfo], int | None, RankConfig, dict[int, float]] | None = None
+
+
+def _file_priors(
+    scorer: Scorer, files: dict[int, FileInfo], file_ids: set[int]
+) -> dict[int, float]:
+    """:meth:`Scorer.file_prior` of the known files among ``file_ids`` (and maybe others).
+
+    Kept for the last ``files`` mapping seen (a new one whenever the index changes) while the
+    newest day and the configuration are the same: a file's prior depends on nothing else.
+    """
+    global _prior_cache
+    cache = _prior_cache
+    if (
+        cache is None
+        or cache[0] is not files
+        or cache[1] != scorer.newest_day
+        or cache[2] != scorer.config
+    ):
+        cache = _prior_cache = (files, scorer.newest_day, scorer.config, {})
+    priors = cache[3]
+    for file_id in file_ids - priors.keys():
+        info = files.get(file_id)
+        if info is not None:
+            priors[file_id] = scorer.file_prior(info)
+    return priors
+
+
 def _choose(
     pre: dict[int, float], wanted: int, scorer: Scorer, files: dict[int, FileInfo]
 ) -> list[int]:
     """The ``wanted`` rows of best pre-rank times file prior (ties: the higher row id), best first.
 
-    Priors are computed only for the files that hold candidates; the heap compares plain
-    tuples (no key function called per row).
+    Only the rows whose key reaches the ``wanted``-th largest (found by sorting bare floats)
+    are compared as ``(key, row id)`` tuples.
     """
     shift = LINE_BITS
-    prior = {
-        file_id: scorer.file_prior(files[file_id])
-        for file_id in {rowid >> shift for rowid in pre}
-        if file_id in files
-    }
-    get = prior.get
-    keyed = [(weight * get(rowid >> shift, 1.0), rowid) for rowid, weight in pre.items()]
-    return [rowid for _, rowid in heapq.nlargest(wanted, keyed)]
+    get = _file_priors(scorer, files, {rowid >> shift for rowid in pre}).get
+    keys = [weight * get(rowid >> shift, 1.0) for rowid, weight in pre.items()]
+    if len(keys) > wanted:
+        floor = sorted(keys)[-wanted]
+        best = [(key, rowid) for key, rowid in zip(keys, pre, strict=True) if key >= floor]
+    else:
+        best = list(zip(keys, pre, strict=True))
+    best.sort(reverse=True)
+    return [rowid for _, rowid in best[:wanted]]
 
 
 def _add_conjunctions(
