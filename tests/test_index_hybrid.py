@@ -259,6 +259,29 @@ def test_a_workspace_setting_naming_a_missing_package_falls_back_with_a_warning(
             index.search("database", 3)  # warned once
 
 
+def test_the_workspace_setting_reaches_every_open_index(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        "memdir.index._core.embedder_from_string", lambda name: ConceptEmbedder(CONCEPTS)
+    )
+    _ledger(ws, "数据库迁移")
+    query = "database migration"
+    with MemoryIndex(ws) as setter, MemoryIndex(ws) as other:
+        setter.index_all_from_workspace()
+        assert other.search(query, 3) == []
+        setter.set_default_embedder("concepts")
+        assert setter.embed_pending().embedded == 1
+        assert [h.content for h in other.search(query, 3)] == ["- 数据库迁移"]
+        setter.set_default_embedder(None)  # removes the setting and the vectors
+        assert not (ws.index_dir / "vectors.db").exists()
+        assert other.embedder is None and other.search(query, 3) == []
+        setter.set_default_embedder("concepts")  # a new file: the other index follows
+        assert other.search(query, 3) == []  # no vectors yet
+        assert setter.embed_pending().embedded == 1
+        assert [h.content for h in other.search(query, 3)] == ["- 数据库迁移"]
+
+
 def test_maintenance_embeds_new_lines(ws: Workspace) -> None:
     _ledger(ws, "数据库迁移")
     consolidator = MemoryConsolidator(ws, FunctionModel(lambda call: "# Memory\n- 数据库迁移\n"))

@@ -64,17 +64,16 @@ def index_cmd(
                 f"unchanged, {stats.files_removed} removed; "
                 f"{plural(stats.lines_indexed, 'line')} indexed in {stats.seconds:.2f} s"
             )
-        current = index.embedder
-        if current is None:
-            if embed:
-                raise click.ClickException(
-                    "no embedder is set for this workspace: use --embedder e5"
-                )
-        else:
+        # --embed reports why it cannot (no setting, package missing); otherwise a
+        # workspace without a usable embedder is simply lexical.
+        current = None if embed else index.embedder
+        if embed or current is not None:
             with progress_bar(
                 "embedding", enabled=sys.stderr.isatty() and not as_json and embed
             ) as progress:
                 vectors = index.embed_pending(max_seconds=None if embed else 0, progress=progress)
+            current = index.embedder
+            assert current is not None
             out["embedder"] = current.name
             out["vectors"] = dataclasses.asdict(vectors)
             if not as_json:

@@ -374,7 +374,7 @@ class MemoryIndex:
         if name is None:
             if required:
                 raise ConfigError(
-                    "no embedder is set for this workspace: run `memdir index --embed e5` "
+                    "no embedder is set for this workspace: run `memdir index --embedder e5` "
                     "or pass embedder= to MemoryIndex"
                 )
             self._dense = self._dense_name = None

@@ -55,6 +55,7 @@ class VectorStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._con: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None  # (device, inode) of the open file
         self._lock = threading.RLock()
 
     def close(self) -> None:
@@ -65,8 +66,21 @@ class VectorStore:
                 self._con = None
 
     def exists(self) -> bool:
-        """Whether the database file exists (nothing was ever stored if not)."""
-        return self.path.exists()
+        """Whether the database file exists (nothing was ever stored if not).
+
+        A connection to a file that was deleted or replaced since (``memdir index
+        --embedder off`` in another process) is closed, so the next use opens the new one.
+        """
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            identity = None
+        else:
+            identity = (st.st_dev, st.st_ino)
+        with self._lock:
+            if self._con is not None and identity != self._identity:
+                self.close()
+        return identity is not None
 
     def _connect(self) -> sqlite3.Connection:
         if self._con is None:
@@ -76,6 +90,8 @@ class VectorStore:
                 if not is_corruption(exc):
                     raise IndexError_(f"cannot open {self.path}: {exc}") from exc
                 self._con = self._replace(f"it is damaged ({exc})")
+            st = self.path.stat()
+            self._identity = (st.st_dev, st.st_ino)
         return self._con
 
     def _open(self) -> sqlite3.Connection:
@@ -145,7 +161,7 @@ class VectorStore:
 
     def generation(self) -> int:
         """A number that grows whenever vectors are added."""
-        if self._con is None and not self.exists():
+        if not self.exists():
             return 0
         value = self._get("generation")
         return int(value) if value else 0
@@ -196,7 +212,7 @@ class VectorStore:
 
     def count(self) -> int:
         """Number of stored vectors."""
-        if self._con is None and not self.exists():
+        if not self.exists():
             return 0
         with self._lock:
             return int(self._connect().execute("SELECT count(*) FROM vectors").fetchone()[0])
