@@ -35,7 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from _corpus import CorpusSpec, cached_corpus, default_cache_root, ledger_rels, load_pools
+from _corpus import (
+    CorpusSpec,
+    TextPools,
+    cached_corpus,
+    default_cache_root,
+    ledger_rels,
+    load_pools,
+)
 from _scale_queries import make_queries
 from memdir import MemoryIndex, Workspace
 from memdir.index import _vectors
@@ -70,11 +77,20 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run(lines: int, queries: int, e5: bool) -> None:
+def run(
+    lines: int,
+    queries: int,
+    e5: bool,
+    *,
+    pools: TextPools | None = None,
+    cache_root: Path | None = None,
+    lines_per_file: int = 2000,
+) -> None:
+    """Build the corpus, embed it with the stand-in, time both searches; print the results."""
     print(f"load average {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}")
-    pools = load_pools()
-    spec = CorpusSpec(lines=lines)
-    source = cached_corpus(pools, spec, default_cache_root())
+    pools = pools or load_pools()
+    spec = CorpusSpec(lines=lines, lines_per_file=lines_per_file)
+    source = cached_corpus(pools, spec, cache_root or default_cache_root())
     with tempfile.TemporaryDirectory(prefix="memdir-hybrid-") as tmp:
         root = Path(tmp) / "ws"
         shutil.copytree(source / "memory", root / "memory")

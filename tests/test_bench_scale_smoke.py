@@ -80,3 +80,22 @@ def test_all_engines_run_side_by_side(
     assert size.checks["files re-indexed by each refresh()"] == [1, 1, 1, 1, 0, 0]
     report = bench["_scale_report"].markdown([size], header=["# t"], max_terms=5)
     assert "| memdir |" in report and "2–5 terms" in report and "whole line" in report
+
+
+def test_hybrid_benchmark_runs(
+    bench: dict[str, ModuleType],
+    pools: object,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("numpy")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(BENCHMARKS))
+        hybrid = importlib.import_module("hybrid")
+    from memdir.embeddings import Embedder
+
+    assert isinstance(hybrid.RandomEmbedder(), Embedder)
+    hybrid.run(2_000, 8, False, pools=pools, cache_root=tmp_path / "cache", lines_per_file=1_000)
+    out = capsys.readouterr().out
+    assert re.search(r"embed_pending \(stand-in vectors\): 1,\d{3} distinct lines", out)
+    assert re.search(r"hybrid \(stand-in\)\s+\d+\.\d+ /", out)
