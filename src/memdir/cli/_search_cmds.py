@@ -30,7 +30,8 @@ JSON_HELP = "Print JSON on stdout instead of text."
 @click.option(
     "--embedder",
     metavar="NAME|off",
-    help="Set the workspace's embedder for hybrid search (e5) and embed; 'off' removes it.",
+    help="Set the workspace's embedder for hybrid search (e5, ollama:MODEL, openai:MODEL, "
+    "dashscope:MODEL) and embed; 'off' removes it.",
 )
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @pass_state

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,13 +15,14 @@ import httpx
 from memdir._overflow import is_overflow
 from memdir.errors import ConfigError, ContextOverflowError, ModelError
 
-__all__ = ["RetryPolicy", "error_message", "is_overflow", "post_json"]
+__all__ = ["RetryPolicy", "error_message", "is_overflow", "post_json", "post_json_sync"]
 
 # Statuses worth another attempt: rate limits, overload and transient server failures.
 # (529 is Anthropic's "overloaded".)
 _RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
 _sleep = asyncio.sleep  # patched by tests to observe back-off without waiting
+_sleep_sync = time.sleep
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,6 +95,60 @@ def _body(response: httpx.Response) -> object:
         return response.text
 
 
+class _Exchange:
+    """The retry logic of one request, apart from how it is sent (sync or async).
+
+    :meth:`outcome` takes what one attempt produced and returns the JSON body, or the seconds
+    to wait before the next attempt; it raises when the request has failed for good.
+    """
+
+    def __init__(self, url: str, *, provider: str, retry: RetryPolicy, timeout: float) -> None:
+        self.url = url
+        self.provider = provider
+        self.retry = retry
+        self.timeout = timeout
+        self.attempt = 0
+
+    def outcome(
+        self, response: httpx.Response | None, error: httpx.RequestError | None = None
+    ) -> dict[str, Any] | float:
+        provider = self.provider
+        retry_after: float | None = None
+        if isinstance(error, httpx.TimeoutException):
+            failure = ModelError(f"{provider} did not answer within {self.timeout:g}s ({self.url})")
+            failure.__cause__ = error
+        elif error is not None or response is None:  # network, protocol, decoding, redirects
+            failure = ModelError(
+                f"cannot reach {provider} at {self.url}: {error or type(error).__name__}"
+            )
+            failure.__cause__ = error
+        else:
+            body = _body(response)
+            status = response.status_code
+            # Some gateways answer 200 with an error object instead of a result.
+            if response.is_success and isinstance(body, dict) and body.get("error") is None:
+                return body
+            if is_overflow(status, body):
+                raise ContextOverflowError(
+                    f"{provider}: request exceeds the context window: {error_message(body)}",
+                    status_code=status,
+                    body=body,
+                )
+            what = "an unusable answer" if response.is_success else f"HTTP {status}"
+            failure = ModelError(
+                f"{provider} returned {what}: {error_message(body)}", status_code=status, body=body
+            )
+            if response.is_success or status not in _RETRY_STATUSES:
+                raise failure
+            retry_after = _retry_after(response)
+        self.attempt += 1
+        if self.attempt > self.retry.max_retries:
+            if self.attempt > 1:
+                failure.args = (f"{failure.args[0]} (after {self.attempt} attempts)",)
+            raise failure
+        return self.retry.delay(self.attempt, retry_after)
+
+
 async def post_json(
     client: httpx.AsyncClient | None,
     url: str,
@@ -115,59 +171,40 @@ async def post_json(
             return await post_json(
                 own, url, payload, headers=headers, provider=provider, retry=retry, timeout=timeout
             )
-    attempt = 0
+    exchange = _Exchange(url, provider=provider, retry=retry, timeout=timeout)
+    limits = httpx.Timeout(timeout, connect=10.0)
     while True:
         try:
-            response = await client.post(
-                url,
-                json=payload,
-                headers=dict(headers),
-                timeout=httpx.Timeout(timeout, connect=10.0),
-            )
-        except httpx.TimeoutException as exc:
-            failure = ModelError(f"{provider} did not answer within {timeout:g}s ({url})")
-            failure.__cause__ = exc
-            retry_after = None
-        except httpx.RequestError as exc:  # network, protocol, decoding, redirect loops
-            failure = ModelError(f"cannot reach {provider} at {url}: {exc or type(exc).__name__}")
-            failure.__cause__ = exc
-            retry_after = None
+            response = await client.post(url, json=payload, headers=dict(headers), timeout=limits)
+        except httpx.RequestError as exc:
+            outcome = exchange.outcome(None, exc)
         else:
-            if response.is_success:
-                body = _body(response)
-                # Some gateways answer 200 with an error object instead of a result.
-                if isinstance(body, dict) and body.get("error") is None:
-                    return body
-                if is_overflow(response.status_code, body):
-                    raise ContextOverflowError(
-                        f"{provider}: request exceeds the context window: {error_message(body)}",
-                        status_code=response.status_code,
-                        body=body,
-                    )
-                raise ModelError(
-                    f"{provider} returned an unusable answer: {error_message(body)}",
-                    status_code=response.status_code,
-                    body=body,
-                )
-            body = _body(response)
-            status = response.status_code
-            if is_overflow(status, body):
-                raise ContextOverflowError(
-                    f"{provider}: request exceeds the context window: {error_message(body)}",
-                    status_code=status,
-                    body=body,
-                )
-            failure = ModelError(
-                f"{provider} returned HTTP {status}: {error_message(body)}",
-                status_code=status,
-                body=body,
+            outcome = exchange.outcome(response)
+        if isinstance(outcome, dict):
+            return outcome
+        await _sleep(outcome)
+
+
+def post_json_sync(
+    client: httpx.Client,
+    url: str,
+    payload: Mapping[str, Any],
+    *,
+    headers: Mapping[str, str],
+    provider: str,
+    retry: RetryPolicy,
+    timeout: float,
+) -> dict[str, Any]:
+    """Blocking :func:`post_json` on a caller's client (same retries and errors)."""
+    exchange = _Exchange(url, provider=provider, retry=retry, timeout=timeout)
+    limits = httpx.Timeout(timeout, connect=10.0)
+    while True:
+        try:
+            outcome = exchange.outcome(
+                client.post(url, json=payload, headers=dict(headers), timeout=limits)
             )
-            if status not in _RETRY_STATUSES:
-                raise failure
-            retry_after = _retry_after(response)
-        attempt += 1
-        if attempt > retry.max_retries:
-            if attempt > 1:
-                failure.args = (f"{failure.args[0]} (after {attempt} attempts)",)
-            raise failure
-        await _sleep(retry.delay(attempt, retry_after))
+        except httpx.RequestError as exc:
+            outcome = exchange.outcome(None, exc)
+        if isinstance(outcome, dict):
+            return outcome
+        _sleep_sync(outcome)
