@@ -144,3 +144,23 @@ def test_hybrid_search_through_an_http_embedder(ws: Workspace) -> None:
         assert index.embed_pending().embedded == 2
         hits = index.search("database migration plan", 3)
     assert hits[0].content == "- 我们讨论了数据库迁移方案"
+
+
+def test_search_stays_lexical_while_the_service_is_down(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    ws.write_text("memory/2026-11-29.md", "- database migration\n")
+    seen: list[dict[str, object]] = []
+    embedder = _embedder(seen)
+    with MemoryIndex(ws, embedder=embedder) as index:
+        index.index_all_from_workspace()
+        index.embed_pending()
+
+        def down(request: httpx.Request) -> httpx.Response:
+            raise httpx.ConnectError("refused")
+
+        embedder._client = httpx.Client(transport=httpx.MockTransport(down))
+        monkeypatch.setattr(_http, "_sleep_sync", lambda _: None)
+        hits = index.search("database", 3)
+    assert [h.content for h in hits] == ["- database migration"]
+    assert "lexical only for this query" in caplog.text

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
 from memdir.embeddings import Embedder, embedder_from_string
-from memdir.errors import ConfigError, IndexCorruptError, IndexError_, ToolInputError
+from memdir.errors import ConfigError, IndexCorruptError, IndexError_, ModelError, ToolInputError
 from memdir.index._engine import Engine, FileSnapshot, StoredRow
 from memdir.index._paths import check_memory_path, ledger_day, load_snapshot, snapshot_of_text
 from memdir.index._query import analyze_query
@@ -342,7 +342,10 @@ class MemoryIndex:
             dense = self._dense_index()
         query_vector = None
         if dense is not None and self._vectors.generation() > 0 and analyze_query(query):
-            query_vector = self._embed_query(dense, query)
+            try:
+                query_vector = self._embed_query(dense, query)
+            except ModelError as exc:  # an embedding service is down: still answer
+                logger.warning("memdir search is lexical only for this query: %s", exc)
 
         def go(engine: Engine) -> list[SearchHit]:
             with engine.snapshot():
