@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memdir.index import MemoryIndex
 from memdir.workspace import Workspace
 
@@ -119,3 +121,52 @@ def test_searches_keep_working_during_reindex(tmp_path: Path) -> None:
         idx.refresh()
         assert len(idx.search("stable puffin")) == 1
         assert len(idx.search("tokenchurn", limit=1000)) == 300
+
+
+CONCEPTS = {"tree": ["alder", "birch", "cedar", "dogwood"], "entry": ["entry"]}
+
+
+def _embedding_worker(root: str, barrier: Any, rounds: int, errors: Any) -> None:
+    from memdir.testing import ConceptEmbedder
+
+    barrier.wait(timeout=60)
+    try:
+        with MemoryIndex(root, embedder=ConceptEmbedder(CONCEPTS)) as idx:
+            for _ in range(rounds):
+                idx.refresh()
+                idx.embed_pending(batch_size=7)
+                idx.search("cedar entry")
+    except Exception as exc:  # reported to the parent, which fails the test
+        errors.put(repr(exc))
+
+
+def test_processes_embed_and_search_while_others_append(tmp_path: Path) -> None:
+    pytest.importorskip("numpy")
+    from memdir.testing import ConceptEmbedder
+
+    ctx = mp.get_context("spawn")
+    root = str(tmp_path / "ws")
+    Workspace(root, tz="UTC")
+    barrier = ctx.Barrier(len(WORDS) + 2)
+    errors = ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(root, w, barrier)) for w in range(len(WORDS))]
+    procs += [
+        ctx.Process(target=_embedding_worker, args=(root, barrier, 15, errors)) for _ in range(2)
+    ]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=180)
+    for proc in procs:
+        if proc.is_alive():
+            proc.kill()
+        assert proc.exitcode == 0
+    assert errors.empty(), errors.get()
+    with MemoryIndex(root, embedder=ConceptEmbedder(CONCEPTS)) as idx:
+        idx.refresh()
+        final = idx.embed_pending()
+        assert final.pending == 0 and final.total == len(WORDS) * PER_WRITER
+        # whatever the two processes did, every line has exactly one vector now
+        assert idx._vectors.count() == final.total
+        hits = idx.search("cedar entry", 5)
+    assert hits and all("cedar entry" in hit.content for hit in hits)
