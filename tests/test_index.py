@@ -339,3 +339,20 @@ def test_partial_chinese_word_still_finds_something(ws: Workspace, index: Memory
     _write(ws, LEDGER, "- 张三是我的同事，其生日是07月11日。\n- 今天天气很好\n")
     index.refresh()
     assert _where(index.search("谁过生日")) == [(LEDGER, 1)]
+
+
+def test_emoji_are_searchable(ws: Workspace, index: MemoryIndex) -> None:
+    _write(
+        ws,
+        LEDGER,
+        "- 🎉 shipped v2 to production\n- 👩‍💻 pairing with Lin on the parser\n"
+        "- 👍🏽 from the reviewer\n- release notes written\n",
+    )
+    index.index_all_from_workspace()
+    assert _where(index.search("🎉", 5)) == [(LEDGER, 1)]
+    assert _where(index.search("💻", 5)) == [(LEDGER, 2)]  # a part of a joined sequence
+    assert _where(index.search("👩‍💻", 5)) == [(LEDGER, 2)]
+    assert _where(index.search("👍", 5)) == [(LEDGER, 3)]  # any skin tone
+    assert sorted(_where(index.search("🎉 release", 5))) == [(LEDGER, 1), (LEDGER, 4)]
+    assert index.search("🦄", 5) == []
+    assert index.search("emo", 5) == []  # the index words of emoji are not prefixes

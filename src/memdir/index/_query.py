@@ -14,6 +14,7 @@ term becomes a double-quoted phrase of word characters, so quotes, ``*``, ``NEAR
 * Katakana runs stay whole (loan words); hiragana runs (mostly particles and endings) and
   Korean words longer than two syllables become overlapping pairs, which tolerates the
   particles glued to Korean words.
+* Each pictograph (emoji) is a term of its own.
 * Function words (``the``, ``what``, ``的``, ``什么``) are marked as stopwords. A stopword
   written with a capital inside a sentence (``May``, ``US``) is kept as a name.
 """
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from memdir.index._stopwords import EN_STOPWORDS, ZH_STOPWORDS
-from memdir.index._text import CJK_CHARS, HAN, HANGUL, HIRAGANA, KATAKANA
+from memdir.index._text import CJK_CHARS, EMOJI, HAN, HANGUL, HIRAGANA, KATAKANA, emoji_token
 
 __all__ = ["MAX_QUERY_CHARS", "MAX_TERMS", "Term", "analyze_query"]
 
@@ -38,6 +39,7 @@ _WORD = f"[^\\W_{CJK_CHARS}]+"
 _SEGMENTS = re.compile(
     f"(?P<han>[{HAN}]+)|(?P<hira>[{HIRAGANA}]+)|(?P<kata>[{KATAKANA}]+)|(?P<hangul>[{HANGUL}]+)"
     f"|(?P<word>{_WORD}(?:['’]{_WORD})?(?:[-./:@]{_WORD}(?:['’]{_WORD})?)*)"
+    f"|(?P<emoji>[{EMOJI}])"
     r"|(?P<stop>[.?!。？！;；:：\n])"
 )
 _PART = re.compile(_WORD)
@@ -162,6 +164,8 @@ def _terms(query: str) -> Iterator[Term]:
                 for pair in _bigrams(text):
                     if not _stop_pair(pair):
                         yield Term(tuple(pair), cjk=True, part="bi")
+        elif kind == "emoji":
+            yield Term((emoji_token(text),))
         elif kind == "kata":
             yield Term(tuple(text), cjk=True)
         elif kind == "hira":

@@ -18,16 +18,18 @@ from functools import lru_cache
 __all__ = [
     "ANALYZER_VERSION",
     "CJK_CHARS",
+    "EMOJI",
     "HAN",
     "HANGUL",
     "HIRAGANA",
     "KATAKANA",
+    "emoji_token",
     "fold",
     "index_body",
     "text_tokens",
 ]
 
-ANALYZER_VERSION = "cjk-unigram/1"
+ANALYZER_VERSION = "cjk-unigram+emoji/2"
 """Changes whenever :func:`index_body` would produce different tokens (forces a rebuild)."""
 
 # Fixed code point ranges (not ``unicodedata``) so the analysis is identical on every Python.
@@ -39,6 +41,11 @@ HIRAGANA = "\u3041-\u309f"
 KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
 HANGUL = "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
 CJK_CHARS = HAN + HIRAGANA + KATAKANA + HANGUL
+# Pictographs: unicode61 treats them as separators. Each one becomes a word of its own (see
+# :func:`emoji_token`); variation selectors and joiners stay separators, so a sequence such as
+# 👩‍💻 is the words for 👩 and 💻.
+EMOJI = "\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
+_EMOJI = re.compile(f"[{EMOJI}]")
 
 _CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -50,13 +57,30 @@ def _spread(match: re.Match[str]) -> str:
     return " " + " ".join(match.group()) + " "
 
 
+def emoji_token(char: str) -> str:
+    """The index word of one pictograph: ``emo`` + its code point in hex + ``x``.
+
+    Letters and digits only, so unicode61 keeps it whole, and no Porter rule changes it.
+    """
+    return f"emo{ord(char):x}x"
+
+
+def _emoji_word(match: re.Match[str]) -> str:
+    return f" {emoji_token(match.group())} "
+
+
+def _with_emoji_words(text: str) -> str:
+    return _EMOJI.sub(_emoji_word, text)
+
+
 def index_body(text: str) -> str:
-    """The text FTS5 indexes for ``text``: CJK characters spaced apart, control bytes blanked.
+    """The text FTS5 indexes for ``text``: CJK characters spaced apart, pictographs turned
+    into words (:func:`emoji_token`), control bytes blanked.
 
     Pure and deterministic; see :data:`ANALYZER_VERSION`.
     """
     if not text.isascii():
-        text = _CJK_RUN.sub(_spread, text)
+        text = _CJK_RUN.sub(_spread, _with_emoji_words(text))
     return _CONTROL.sub(" ", text)
 
 
@@ -80,7 +104,9 @@ _LATIN_MARKED = re.compile("[\u00c0-\u024f\u1e00-\u1eff]")
 
 
 def text_tokens(text: str) -> list[str]:
-    """Folded tokens of ``text`` in order (one per CJK character), without stemming."""
+    """Folded tokens of ``text`` in order (one per CJK character or pictograph), unstemmed."""
+    if not text.isascii():
+        text = _with_emoji_words(text)
     tokens = _TOKEN.findall(text.lower())
     if _LATIN_MARKED.search(text) is None:
         return tokens
