@@ -23,7 +23,6 @@ Any object with the :class:`Embedder` shape works. Two ship with memdir:
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -31,6 +30,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import httpx
 
 from memdir.errors import ConfigError, ModelError
+from memdir.ledger import BULLET_MARKER
+from memdir.models._adapter import is_http_url
 from memdir.models._http import RetryPolicy, post_json_sync
 
 if TYPE_CHECKING:
@@ -38,8 +39,6 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = ["E5Embedder", "Embedder", "OpenAIEmbedder", "embedder_from_string"]
-
-_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 
 
 @runtime_checkable
@@ -66,7 +65,7 @@ class Embedder(Protocol):
 
 def document_text(content: str) -> str:
     """The text of a memory unit as it is embedded: list markers removed, blank-collapsed."""
-    lines = [_MARKER.sub("", line, count=1) for line in content.splitlines()]
+    lines = [BULLET_MARKER.sub("", line, count=1) for line in content.splitlines()]
     return " ".join(" ".join(lines).split())
 
 
@@ -189,7 +188,7 @@ class OpenAIEmbedder:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("model must be a non-empty string")
         base = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        if not isinstance(base, str) or not base.startswith(("http://", "https://")):
+        if not is_http_url(base):
             raise ConfigError(f"base_url must start with http:// or https://, not {base!r}")
         for label, value in (("dimensions", dimensions), ("batch_size", batch_size)):
             if value is not None and (

@@ -15,7 +15,8 @@ from memdir.workspace import Workspace
 
 __all__ = ["append_bullets", "format_block", "normalize_bullet"]
 
-_BULLET_PREFIX = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+BULLET_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+"""A list marker at the start of a line (``- ``, ``* ``, ``1. ``...)."""
 _SPACE = re.compile(r"\s+")
 
 
@@ -23,7 +24,7 @@ def normalize_bullet(text: str) -> str:
     """Comparable form of a bullet: no list marker, case-folded, whitespace collapsed."""
     if not isinstance(text, str):
         raise MemdirError(f"a bullet must be a string, not {type(text).__name__}")
-    text = _BULLET_PREFIX.sub("", text.strip(), count=1)
+    text = BULLET_MARKER.sub("", text.strip(), count=1)
     return _SPACE.sub(" ", text).strip().casefold().rstrip(" .。!！")
 
 
@@ -40,7 +41,7 @@ def format_block(bullets: Iterable[str], *, header: str, instant: str) -> str:
     for bullet in bullets:
         if not isinstance(bullet, str):
             raise MemdirError(f"a bullet must be a string, not {type(bullet).__name__}")
-        body = _SPACE.sub(" ", _BULLET_PREFIX.sub("", bullet.strip(), count=1)).strip()
+        body = _SPACE.sub(" ", BULLET_MARKER.sub("", bullet.strip(), count=1)).strip()
         if body:
             lines.append(f"- {body}")
     if not lines:

@@ -16,14 +16,15 @@ from typing import TYPE_CHECKING, TypeVar
 
 from memdir.embeddings import Embedder, embedder_from_string
 from memdir.errors import ConfigError, IndexCorruptError, IndexError_, ModelError, ToolInputError
-from memdir.index._engine import Engine, FileSnapshot, StoredRow
+from memdir.index._engine import Engine, FileSnapshot
 from memdir.index._paths import check_memory_path, ledger_day, load_snapshot, snapshot_of_text
 from memdir.index._query import analyze_query
-from memdir.index._schema import LINE_BITS, is_corruption
-from memdir.index._search import run_search
+from memdir.index._schema import LINE_BITS, is_corruption, remove_database
+from memdir.index._search import hit_of, run_search
 from memdir.index._sqlite import SqliteEngine
 from memdir.index._types import EmbedStats, IndexStats, SearchHit
 from memdir.index._vectors import VECTORS_DB, DenseIndex, VectorStore, file_texts, normalized
+from memdir.ledger import normalize_bullet
 from memdir.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -183,13 +184,10 @@ class MemoryIndex:
                 message = f"memdir index {self.path} was rebuilt from the files: {problem}"
                 warnings.warn(message, RuntimeWarning, stacklevel=4)
                 logger.warning("%s", message)
-                for suffix in ("", "-wal", "-shm", "-journal"):
-                    try:
-                        Path(f"{self.path}{suffix}").unlink()
-                    except FileNotFoundError:
-                        pass
-                    except OSError as exc:
-                        raise IndexError_(f"cannot remove the damaged index: {exc}") from exc
+                try:
+                    remove_database(self.path)
+                except OSError as exc:
+                    raise IndexError_(f"cannot remove the damaged index: {exc}") from exc
                 fresh, still = SqliteEngine.open(self.path)
                 if fresh is None:
                     raise IndexError_(f"cannot create the index {self.path}: {still}")
@@ -426,12 +424,7 @@ class MemoryIndex:
         """
         with self._lock:
             if name is None:
-                self._vectors.close()
-                for suffix in ("", "-wal", "-shm"):
-                    try:
-                        Path(f"{self._vectors.path}{suffix}").unlink()
-                    except FileNotFoundError:
-                        pass
+                self._vectors.delete()
                 self._dense = self._dense_name = None
                 return
             embedder = embedder_from_string(name)  # fails early on a bad name
@@ -523,18 +516,6 @@ class MemoryIndex:
         )
 
 
-def _hit(row: StoredRow, score: float) -> SearchHit:
-    return SearchHit(
-        path=row.file.path,
-        line_number=row.line_number,
-        line_end=row.line_end,
-        content=row.content,
-        score=score,
-        heading=row.heading,
-        archived=row.file.archived,
-    )
-
-
 def _fuse(
     engine: Engine, lexical: list[SearchHit], near: list[tuple[int, float]], limit: int
 ) -> list[SearchHit]:
@@ -551,16 +532,16 @@ def _fuse(
     order = sorted(scores, key=lambda rowid: (-scores[rowid], -rowid))
     missing = [rowid for rowid in order if rowid not in hits]
     for row in engine.fetch(missing):
-        hits[row.rowid] = _hit(row, 0.0)
+        hits[row.rowid] = hit_of(row, 0.0)
     out: list[SearchHit] = []
     seen: set[str] = set()
     for rowid in order:
         if rowid not in hits:
             continue  # a row deleted meanwhile
         hit = hits[rowid]
-        text = " ".join(hit.content.split())
+        text = normalize_bullet(hit.content)
         if text in seen:
-            continue  # an identical line (the lexical ranking already drops those)
+            continue  # an identical line, compared as the lexical ranking compares them
         seen.add(text)
         out.append(replace(hit, score=round(scores[rowid], 6)))
         if len(out) == limit:

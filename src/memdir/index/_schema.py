@@ -26,6 +26,7 @@ __all__ = [
     "immediate",
     "is_corruption",
     "prepare",
+    "remove_database",
 ]
 
 APPLICATION_ID = 0x6D656D64  # "memd" in the database header: tells our files from others
@@ -91,6 +92,17 @@ def immediate(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
+
+
+def remove_database(path: Path) -> None:
+    """Delete a database file and its WAL, shared-memory and journal files (absent ones too).
+
+    Raises:
+        OSError: a file exists but cannot be removed.
+    """
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            Path(f"{path}{suffix}").unlink()
 
 
 def connect(path: Path) -> sqlite3.Connection:

@@ -32,7 +32,7 @@ from memdir.index._schema import LINE_BITS
 from memdir.index._text import fold
 from memdir.index._types import SearchHit
 
-__all__ = ["run_search"]
+__all__ = ["hit_of", "run_search"]
 
 MIN_PER_TERM = 200
 MAX_AND_TERMS = 4
@@ -288,14 +288,18 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
     if config.context:
         scores = _with_context(engine, scorer, rows, scores, pre)
     return [
-        SearchHit(
-            path=item.row.file.path,
-            line_number=item.row.line_number,
-            line_end=item.row.line_end,
-            content=item.row.content,
-            score=round(item.score, 6),
-            heading=item.row.heading,
-            archived=item.row.file.archived,
-        )
-        for item in finish(scores, rows, limit=limit, config=config)
+        hit_of(item.row, item.score) for item in finish(scores, rows, limit=limit, config=config)
     ]
+
+
+def hit_of(row: StoredRow, score: float) -> SearchHit:
+    """The public hit for a stored row (score rounded to 6 decimals)."""
+    return SearchHit(
+        path=row.file.path,
+        line_number=row.line_number,
+        line_end=row.line_end,
+        content=row.content,
+        score=round(score, 6),
+        heading=row.heading,
+        archived=row.file.archived,
+    )

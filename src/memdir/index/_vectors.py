@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from memdir.embeddings import document_text
 from memdir.errors import IndexError_
 from memdir.index._engine import Engine, FileInfo
-from memdir.index._schema import connect, immediate, is_corruption
+from memdir.index._schema import connect, immediate, is_corruption, remove_database
 
 if TYPE_CHECKING:
     import numpy as np
@@ -127,10 +127,14 @@ class VectorStore:
         message = f"memdir vector store {self.path} was reset: {problem}; vectors are recomputed"
         warnings.warn(message, RuntimeWarning, stacklevel=5)
         logger.warning("%s", message)
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            with contextlib.suppress(FileNotFoundError):
-                Path(f"{self.path}{suffix}").unlink()
+        remove_database(self.path)
         return self._open()
+
+    def delete(self) -> None:
+        """Close and delete the store (its vectors and the embedder setting)."""
+        with self._lock:
+            self.close()
+            remove_database(self.path)
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -166,26 +170,28 @@ class VectorStore:
         value = self._get("generation")
         return int(value) if value else 0
 
-    def missing(self, keys: Iterable[bytes]) -> set[bytes]:
-        """The keys among ``keys`` that have no vector yet."""
-        wanted = list(dict.fromkeys(keys))
-        have = set(self.load(wanted))
-        return {key for key in wanted if key not in have}
-
-    def load(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
-        """Stored vectors (raw float32 bytes) for ``keys``; absent keys are left out."""
-        out: dict[bytes, bytes] = {}
+    def _by_keys(self, columns: str, keys: Sequence[bytes]) -> list[tuple[bytes, ...]]:
+        """``SELECT columns`` of the rows whose key is in ``keys`` (blobs as ``bytes``)."""
+        out: list[tuple[bytes, ...]] = []
         with self._lock:
             con = self._connect()
             for i in range(0, len(keys), _CHUNK):
                 chunk = keys[i : i + _CHUNK]
                 marks = ",".join("?" * len(chunk))
-                out.update(
-                    (bytes(key), bytes(vec))
-                    for key, vec in con.execute(
-                        f"SELECT key, vec FROM vectors WHERE key IN ({marks})", chunk
-                    )
-                )
+                sql = f"SELECT {columns} FROM vectors WHERE key IN ({marks})"
+                out.extend(tuple(bytes(value) for value in row) for row in con.execute(sql, chunk))
+        return out
+
+    def missing(self, keys: Iterable[bytes]) -> set[bytes]:
+        """The keys among ``keys`` that have no vector yet (reads keys, not vectors)."""
+        wanted = list(dict.fromkeys(keys))
+        return set(wanted) - {row[0] for row in self._by_keys("key", wanted)}
+
+    def load(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        """Stored vectors (raw float32 bytes) for ``keys``; absent keys are left out."""
+        out: dict[bytes, bytes] = {}
+        for key, vec in self._by_keys("key, vec", keys):
+            out[key] = vec
         return out
 
     def add(self, items: Sequence[tuple[bytes, bytes]]) -> None:

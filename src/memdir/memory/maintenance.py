@@ -27,10 +27,11 @@ import contextlib
 import json
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memdir.errors import ConfigError
 from memdir.memory._checks import check_callable, check_duration, check_int
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 __all__ = ["MaintenanceConfig", "MaintenanceReport", "MemoryMaintenanceScheduler"]
 
 log = logging.getLogger("memdir.memory")
+
+_T = TypeVar("_T")
 
 STATE_REL = f"{MEMORY_DIR}/.maintenance.json"
 _MAX_SLEEP = 60.0  # re-check at least this often (clock changes, other processes)
@@ -294,23 +297,28 @@ class MemoryMaintenanceScheduler:
     def _reindex(self) -> IndexStats:
         if self.index is not None:
             return self.index.refresh()
-        from memdir.index import MemoryIndex
-
-        with MemoryIndex(self.workspace) as index:
-            return index.refresh()
+        return self._with_own_index(lambda index: index.refresh())
 
     def _embed(self) -> EmbedStats | None:
         from memdir.index import MemoryIndex
 
         budget = self.config.embed_time_budget.total_seconds()
-        if isinstance(self.index, MemoryIndex):
-            if self.index.embedder is None:
-                return None
-            return self.index.embed_pending(max_seconds=budget)
-        with MemoryIndex(self.workspace) as index:
+
+        def embed(index: MemoryIndex) -> EmbedStats | None:
             if index.embedder is None:
                 return None
             return index.embed_pending(max_seconds=budget)
+
+        if isinstance(self.index, MemoryIndex):
+            return embed(self.index)
+        return self._with_own_index(embed)
+
+    def _with_own_index(self, step: Callable[[MemoryIndex], _T]) -> _T:
+        """Run ``step`` on the workspace's index, opened for it and closed after."""
+        from memdir.index import MemoryIndex
+
+        with MemoryIndex(self.workspace) as index:
+            return step(index)
 
     # -- persisted times ----------------------------------------------------------------
 

@@ -42,7 +42,7 @@ class HttpChatModel:
         cls = type(self).__name__
         if not isinstance(model, str) or not model.strip():
             raise ConfigError(f"{cls} needs a model name (a non-empty string), not {model!r}")
-        if not _is_http_url(base_url):
+        if not is_http_url(base_url):
             raise ConfigError(
                 f"base_url must be an http:// or https:// URL, not {base_url!r} "
                 "(e.g. http://localhost:11434/v1)"
@@ -127,7 +127,8 @@ class HttpChatModel:
         raise NotImplementedError
 
 
-def _is_http_url(value: object) -> bool:
+def is_http_url(value: object) -> bool:
+    """Whether ``value`` is an ``http://`` or ``https://`` URL with a host."""
     if not isinstance(value, str):
         return False
     try:
