@@ -58,6 +58,8 @@ def test_probes_the_size_batches_and_keeps_the_order() -> None:
     assert seen[1]["url"] == "http://embed.test/v1/embeddings"
     assert seen[1]["auth"] == "Bearer k" and seen[1]["model"] == "toy-embed"
     assert embedder.embed_query("cat").shape == (len(WORDS),)
+    with pytest.raises(ConfigError, match="not one string"):
+        embedder.embed_documents("cat")
 
 
 def test_known_models_need_no_probe_and_dimensions_are_sent() -> None:

@@ -342,7 +342,11 @@ class TestE5:
         vectors = embedder.embed_documents(["one", "two"])
         assert vectors.shape == (2, embedder.dim) and vectors.dtype == np.float32
         assert embedder.embed_query("one").shape == (embedder.dim,)
-        with pytest.raises(TypeError):
+        with pytest.raises(ConfigError, match="not one string"):
             embedder.embed_documents("one")
+        with pytest.raises(ConfigError, match="not int"):
+            embedder.embed_documents(["one", 2])  # type: ignore[list-item]
+        with pytest.raises(ConfigError, match="takes a string"):
+            embedder.embed_query(None)  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match="num_threads"):
             E5Embedder(num_threads=0)

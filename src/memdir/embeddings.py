@@ -63,6 +63,16 @@ class Embedder(Protocol):
         ...
 
 
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise ConfigError("embed_documents takes a list of strings, not one string")
+    items = list(texts)
+    for item in items:
+        if not isinstance(item, str):
+            raise ConfigError(f"embed_documents takes strings, not {type(item).__name__}")
+    return items
+
+
 def document_text(content: str) -> str:
     """The text of a memory unit as it is embedded: list markers removed, blank-collapsed."""
     lines = [BULLET_MARKER.sub("", line, count=1) for line in content.splitlines()]
@@ -118,16 +128,15 @@ class E5Embedder:
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Vectors of ``texts`` (``passage:`` side of e5)."""
-        if isinstance(texts, str):
-            raise TypeError("embed_documents takes a sequence of strings, not one string")
+        items = _check_texts(texts)
         with self._lock:
-            out: npt.NDArray[np.float32] = self._model.passage(list(texts))
-        return out.reshape(len(texts), self.dim)
+            out: npt.NDArray[np.float32] = self._model.passage(items)
+        return out.reshape(len(items), self.dim)
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """Vector of ``text`` (``query:`` side of e5)."""
         if not isinstance(text, str):
-            raise TypeError("embed_query takes a string")
+            raise ConfigError(f"embed_query takes a string, not {type(text).__name__}")
         with self._lock:
             out: npt.NDArray[np.float32] = self._model.query(text)
         return out.reshape(self.dim)
@@ -253,14 +262,12 @@ class OpenAIEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Vectors of ``texts``, ``batch_size`` per request."""
-        if isinstance(texts, str):
-            raise TypeError("embed_documents takes a sequence of strings, not one string")
-        return self._embed(list(texts))
+        return self._embed(_check_texts(texts))
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """Vector of ``text``."""
         if not isinstance(text, str):
-            raise TypeError("embed_query takes a string")
+            raise ConfigError(f"embed_query takes a string, not {type(text).__name__}")
         return self._embed([text]).reshape(-1)
 
 
