@@ -115,7 +115,7 @@ class HttpChatModel:
             retry=self._retry,
             timeout=self._timeout,
         )
-        return self._parse(body)
+        return self._parse(body, tools=tools)
 
     def _url(self) -> str:
         raise NotImplementedError
@@ -123,7 +123,8 @@ class HttpChatModel:
     def _headers(self) -> dict[str, str]:
         raise NotImplementedError
 
-    def _parse(self, body: Mapping[str, Any]) -> ModelResponse:
+    def _parse(self, body: Mapping[str, Any], *, tools: Sequence[ToolSpec] | None) -> ModelResponse:
+        """The answer ``body`` as a response; ``tools`` are the ones the request offered."""
         raise NotImplementedError
 
 

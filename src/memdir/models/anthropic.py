@@ -123,7 +123,8 @@ class AnthropicModel(HttpChatModel):
             "anthropic-version": ANTHROPIC_VERSION,
         }
 
-    def _parse(self, body: Mapping[str, Any]) -> ModelResponse:
+    def _parse(self, body: Mapping[str, Any], *, tools: Sequence[ToolSpec] | None) -> ModelResponse:
+        # The Messages API always returns tool calls as tool_use blocks.
         return _parse_response(body, self.name)
 
 

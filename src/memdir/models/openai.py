@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -19,6 +19,7 @@ from memdir.messages import MessageFormatError, Msg, from_openai, repair_tool_pa
 from memdir.models._adapter import HttpChatModel, request_messages
 from memdir.models._base import ModelResponse, ToolSpec, Usage
 from memdir.models._http import RetryPolicy
+from memdir.models._text_tools import with_text_tool_calls
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIChatModel"]
 
@@ -133,11 +134,21 @@ class OpenAIChatModel(HttpChatModel):
             headers["Authorization"] = f"Bearer {self.api_key}"
         return headers
 
-    def _parse(self, body: Mapping[str, Any]) -> ModelResponse:
-        return _parse_response(body, self.name)
+    def _parse(self, body: Mapping[str, Any], *, tools: Sequence[ToolSpec] | None) -> ModelResponse:
+        return _parse_response(body, self.name, tool_names=[t.name for t in tools or ()])
 
 
-def _parse_response(body: Mapping[str, Any], provider: str) -> ModelResponse:
+def _parse_response(
+    body: Mapping[str, Any], provider: str, *, tool_names: Collection[str] = ()
+) -> ModelResponse:
+    """A chat-completions answer as a :class:`ModelResponse`.
+
+    When the message has no structured ``tool_calls`` but ``tool_names`` (the tools the
+    request offered) is not empty, tool calls the model wrote into its text (Hermes/Qwen
+    ``<tool_call>``, Mistral ``[TOOL_CALLS]``, Llama ``<|python_tag|>`` or bare JSON; see
+    :mod:`memdir.models._text_tools`) become tool calls, and the stop reason becomes
+    ``"tool_calls"``, whatever the server sent (llama.cpp says ``"stop"``).
+    """
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
         raise ModelError(f"{provider} answered without choices", body=dict(body))
@@ -149,6 +160,11 @@ def _parse_response(body: Mapping[str, Any], provider: str) -> ModelResponse:
         (message,) = from_openai([{**raw, "role": "assistant"}])
     except MessageFormatError as exc:
         raise ModelError(f"{provider} sent a malformed message: {exc}", body=dict(body)) from exc
+    stop_reason = choice.get("finish_reason")
+    if tool_names and not message.tool_uses:
+        message = with_text_tool_calls(message, tool_names)
+        if message.tool_uses:
+            stop_reason = "tool_calls"
     usage = body.get("usage")
     return ModelResponse(
         message=message,
@@ -158,7 +174,7 @@ def _parse_response(body: Mapping[str, Any], provider: str) -> ModelResponse:
         )
         if isinstance(usage, Mapping)
         else None,
-        stop_reason=choice.get("finish_reason"),
+        stop_reason=stop_reason,
     )
 
 
