@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
+
 from memdir.agent import HarnessAgent, WorkspaceContextHook
+from memdir.errors import ConfigError
 from memdir.testing import ScriptedModel
 from memdir.tokens import EstimatingCounter
 from memdir.workspace import Workspace
@@ -106,3 +109,41 @@ def test_time_zone_and_offset_are_shown(tmp_path: object, clock: object) -> None
     text = WorkspaceContextHook(ws).render("s1")
     assert "Today is Monday 2026-11-30, 17:00 in time zone Asia/Shanghai (UTC+08:00)." in text
     assert "Session: s1." in text
+
+
+async def _system_of(ws: Workspace, **kw: object) -> str:
+    model = ScriptedModel(["ok"])
+    agent = HarnessAgent(model=model, workspace=ws, maintenance=None, **kw)  # type: ignore[arg-type]
+    await agent.call("hi")
+    await agent.close()
+    return model.calls[0].system or ""
+
+
+async def test_memory_off_altogether_injects_no_memory(ws: Workspace) -> None:
+    ws.write_text("AGENTS.md", "Be terse.")
+    ws.write_text("MEMORY.md", "## Private\n- the user's salary is 90k\n")
+    system = await _system_of(ws, memory_tools=False, memory_flush=False)
+    assert "salary" not in system and "<memory_context" not in system
+    assert "## Memory" not in system  # no guidance about a memory the model does not have
+    assert "Be terse." in system  # AGENTS.md is not memory: it stays
+
+
+async def test_each_part_of_the_context_has_its_own_switch(ws: Workspace) -> None:
+    ws.write_text("AGENTS.md", "Be terse.")
+    ws.write_text("MEMORY.md", "- likes tea\n")
+    only_memory = await _system_of(ws, inject_agents_md=False, memory_flush=False)
+    assert "Be terse." not in only_memory and "likes tea" in only_memory
+    assert "Today is" in only_memory
+    only_agents = await _system_of(ws, inject_memory=False, memory_flush=False)
+    assert "Be terse." in only_agents and "likes tea" not in only_agents
+    read_only = await _system_of(ws, memory_tools=False, memory_flush=False, inject_memory=True)
+    assert "likes tea" in read_only and "memory_search" not in read_only
+    nothing = await _system_of(ws, workspace_context=False, memory_flush=False)
+    assert "Be terse." not in nothing and "likes tea" not in nothing
+
+
+def test_context_switches_must_be_booleans(ws: Workspace) -> None:
+    with pytest.raises(ConfigError, match="inject_memory"):
+        HarnessAgent(model=ScriptedModel([]), workspace=ws, inject_memory="no")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="inject_agents_md"):
+        HarnessAgent(model=ScriptedModel([]), workspace=ws, inject_agents_md=0)  # type: ignore[arg-type]

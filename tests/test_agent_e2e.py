@@ -36,6 +36,8 @@ SUMMARY = (
     "## ARTIFACTS\nNone\n## NEXT STEPS\nNone"
 )
 FACT = "- The user's favourite colour is teal."
+# Replies long enough that a summary of them is smaller than they are.
+DETAILS = " Details: " + "the plan has several steps to check. " * 20
 
 
 def _agent(ws: Workspace, model: Any, **kw: Any) -> HarnessAgent:
@@ -153,7 +155,7 @@ async def test_compact_now_flushes_offloads_and_persists_the_compacted_history(
         if call.task in ("flush", "summarize"):
             order.append(call.task)
             return FACT if call.task == "flush" else SUMMARY
-        return f"noted: {call.last_user_text}"
+        return f"noted: {call.last_user_text}{DETAILS}"
 
     # Triggers far away: nothing compacts during the calls.
     config = CompactionConfig(trigger_messages=1_000, keep_messages=20)
@@ -191,7 +193,7 @@ async def test_compact_waits_for_a_call_on_the_session_and_needs_compaction_on(
             return SUMMARY
         if call.last_user_text == "slow":
             await release.wait()
-        return f"noted: {call.last_user_text}"
+        return f"noted: {call.last_user_text}{DETAILS}"
 
     config = CompactionConfig(trigger_messages=1_000, keep_messages=20)
     agent = _agent(ws, FunctionModel(model_fn), compaction=config)
@@ -209,7 +211,7 @@ async def test_compact_waits_for_a_call_on_the_session_and_needs_compaction_on(
     # The compaction saw the finished call: its reply was offloaded with the rest.
     assert agent.history()[-1].text == "slow"
     logged = {m.text for m in SessionLog(ws, "default").messages()}
-    assert {"noted: two", "noted: slow"} <= logged
+    assert {f"noted: two{DETAILS}", f"noted: slow{DETAILS}"} <= logged
 
     with pytest.raises(ConfigError, match="compaction is off"):
         await _agent(ws, FunctionModel(model_fn), compaction=None).compact()
@@ -218,11 +220,13 @@ async def test_compact_waits_for_a_call_on_the_session_and_needs_compaction_on(
 # -- overflow recovery --------------------------------------------------------------------
 
 
-def _overflowing_model(max_messages: int) -> FunctionModel:
+def _overflowing_model(max_chars: int) -> FunctionModel:
+    """A model that refuses requests whose messages hold more than ``max_chars`` characters."""
+
     def model_fn(call: ModelCall) -> str:
         if call.task == "summarize":
             return SUMMARY
-        if len(call.messages) > max_messages:
+        if sum(len(m.text) for m in call.messages) > max_chars:
             raise ContextOverflowError(
                 "This model's maximum context length is 8192 tokens. However, your messages "
                 "resulted in 9000 tokens.",
@@ -235,32 +239,33 @@ def _overflowing_model(max_messages: int) -> FunctionModel:
 
 async def _grow(agent: HarnessAgent, n: int) -> None:
     for i in range(n):
-        await agent.call(f"message {i}")
+        await agent.call(f"message {i}.{DETAILS}")
 
 
 async def test_context_overflow_is_recovered_by_forced_compaction(ws: Workspace) -> None:
-    model = _overflowing_model(max_messages=6)
+    model = _overflowing_model(max_chars=3 * len(DETAILS) + 200)
     events: list[ContextOverflowEvent] = []
     config = CompactionConfig(trigger_messages=0, trigger_tokens=0, keep_messages=2)
     agent = _agent(ws, model, compaction=config)
     agent.add_hook(events.append, events=(ContextOverflowEvent,))
-    await _grow(agent, 3)  # 6 messages: still fits
-    reply = await agent.call("the one that overflows")
+    await _grow(agent, 3)  # still fits
+    reply = await agent.call(f"the one that overflows.{DETAILS}")
 
     assert reply.text.startswith("ok with")
     assert [(e.attempt, e.recovered) for e in events] == [(1, True)]
     history = agent.history()
     assert history[0].name == SUMMARY_NAME
-    assert sum(m.text == "the one that overflows" for m in history) == 1  # never appended twice
+    # never appended twice
+    assert sum(m.text == f"the one that overflows.{DETAILS}" for m in history) == 1
     logged = {m.text for m in SessionLog(ws, "default").messages()}
-    assert {"message 0", "message 1"} <= logged  # nothing lost
+    assert {f"message 0.{DETAILS}", f"message 1.{DETAILS}"} <= logged  # nothing lost
 
 
 async def test_overflow_recovery_works_when_streaming(ws: Workspace) -> None:
     config = CompactionConfig(trigger_messages=0, trigger_tokens=0, keep_messages=2)
-    agent = _agent(ws, _overflowing_model(max_messages=6), compaction=config)
+    agent = _agent(ws, _overflowing_model(max_chars=3 * len(DETAILS) + 200), compaction=config)
     await _grow(agent, 3)
-    events = [e async for e in agent.stream("streamed overflow")]
+    events = [e async for e in agent.stream(f"streamed overflow.{DETAILS}")]
     assert any(isinstance(e, ContextOverflowEvent) and e.recovered for e in events)
     assert isinstance(events[-1], PostCallEvent)
     assert events[-1].reply.text.startswith("ok with")
@@ -289,7 +294,7 @@ async def test_a_single_oversized_message_is_cut_with_a_pointer_to_its_copy(
 
 
 async def test_overflow_without_compaction_explains_how_to_enable_it(ws: Workspace) -> None:
-    agent = _agent(ws, _overflowing_model(max_messages=0), compaction=None)
+    agent = _agent(ws, _overflowing_model(max_chars=0), compaction=None)
     with pytest.raises(ContextOverflowError) as info:
         await agent.call("hello")
     assert "compaction=CompactionConfig()" in " ".join(getattr(info.value, "__notes__", []))

@@ -102,7 +102,7 @@ async def test_provider_overflow_error_is_recovered(ws: Workspace) -> None:
                 200, json=_completion({"role": "assistant", "content": SUMMARY}, "stop")
             )
         seen.append(len(turns))
-        if len(turns) > 6:
+        if sum(len(str(m.get("content"))) for m in turns) > 3_000:
             error = {
                 "error": {
                     "message": "This model's maximum context length is 128000 tokens.",
@@ -124,6 +124,6 @@ async def test_provider_overflow_error_is_recovered(ws: Workspace) -> None:
     )
     agent.add_hook(overflows.append, events=(ContextOverflowEvent,))
     for i in range(4):
-        assert (await agent.call(f"turn {i}")).text == "ok"
+        assert (await agent.call(f"turn {i}: " + "a long question. " * 50)).text == "ok"
     assert [(e.attempt, e.recovered) for e in overflows] == [(1, True)]
     assert seen[-2] == 7 and seen[-1] < 7

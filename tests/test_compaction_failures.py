@@ -268,7 +268,7 @@ async def test_summariser_overflow_halves_the_slices(ws: Workspace) -> None:
 
 async def test_forced_compaction_falls_back_to_the_extractive_summary(ws: Workspace) -> None:
     comp, events = compactor(ws, ScriptedModel([ModelError("HTTP 500", status_code=500)]))
-    msgs = chat(8)
+    msgs = chat(20)
     res = await comp.compact_if_needed(msgs, session_id="s1", force=True, keep_messages=2)
     assert res is not None and res.stages == ("extractive_summary",)
     assert res.messages[0].name == SUMMARY_NAME and res.messages[1:] == msgs[-2:]

@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["is_overflow", "overflow_verdict", "payload_strings"]
+__all__ = ["StatedLimit", "is_overflow", "overflow_verdict", "payload_strings", "stated_limit"]
 
 _CODES = frozenset(
     {
@@ -121,3 +122,79 @@ def overflow_verdict(status_code: int | None, texts: Iterable[str]) -> bool | No
 def is_overflow(status_code: int | None, body: object) -> bool:
     """Whether a failed response (status and error body) says the request was too long."""
     return overflow_verdict(status_code, payload_strings(body)) is True
+
+
+_NUM = r"(\d[\d,]*)"
+
+
+def _compiled(*patterns: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
+
+
+# What providers say the limit is (tokens), first match wins.
+_LIMIT_PATTERNS = _compiled(
+    rf"maximum context length is {_NUM}",
+    rf"tokens? > {_NUM} maximum",
+    rf"available context size \({_NUM} tokens?\)",
+    rf"maximum model length of {_NUM}",
+    rf"maximum prompt length is {_NUM}",
+    rf"context (?:length|window|size) (?:of|is) {_NUM}",
+    rf"range of input length should be \[\d+, *{_NUM}\]",
+    rf"exceeds the maximum (?:number of )?(?:input )?tokens? (?:of |allowed \(){_NUM}",
+)
+# What they say the request was (tokens).
+_REQUESTED_PATTERNS = _compiled(
+    rf"{_NUM} in the messages",
+    rf"resulted in {_NUM} tokens",
+    rf"prompt is too long: {_NUM} tokens",
+    rf"request \({_NUM} tokens?\)",
+    rf"contains {_NUM} tokens",
+    rf"input token count(?: \(| of | is |: ?){_NUM}",
+    rf"you requested {_NUM} tokens",
+)
+_COMPLETION = re.compile(rf"{_NUM} in the completion", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatedLimit:
+    """The numbers an overflow error states, in the provider's tokens.
+
+    Attributes:
+        limit: the most the request's input may hold (the output reserve, when the provider
+            names it, already taken off).
+        requested: the size of the refused input, when stated.
+    """
+
+    limit: int | None
+    requested: int | None
+
+
+def _first(patterns: Iterable[re.Pattern[str]], texts: list[str]) -> int | None:
+    for pattern in patterns:
+        for text in texts:
+            found = pattern.search(text)
+            if found is not None:
+                value = int(found.group(1).replace(",", ""))
+                if value > 0:
+                    return value
+    return None
+
+
+def stated_limit(texts: Iterable[str]) -> StatedLimit | None:
+    """The limit and request size an overflow message states, or ``None`` if it names none.
+
+    ``"This model's maximum context length is 8192 tokens. However, you requested 9100 tokens
+    (8000 in the messages, 1100 in the completion)"`` gives ``limit=7092, requested=8000``:
+    the input may hold what the window leaves after the completion.
+    """
+    texts = [t[:2_000] for t in texts]
+    limit = _first(_LIMIT_PATTERNS, texts)
+    requested = _first(_REQUESTED_PATTERNS, texts)
+    completion = _first((_COMPLETION,), texts)
+    if limit is not None and completion is not None and completion < limit:
+        limit -= completion
+    if limit is None and requested is None:
+        return None
+    if limit is not None and requested is not None and requested <= limit:
+        requested = None  # contradictory (e.g. the output reserve counted elsewhere)
+    return StatedLimit(limit=limit, requested=requested)

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Seque
 from typing import Any, Final, TypeAlias
 
 from memdir.agent._context import WorkspaceContextHook
-from memdir.agent._overflow import recover_or_explain
+from memdir.agent._overflow import OverflowRecovery
 from memdir.agent._runtime import (
     AgentInput,
     BackgroundTasks,
@@ -68,7 +68,9 @@ from memdir.memory import (
 )
 from memdir.messages import SUMMARY_NAME, Msg, ToolResultBlock, ToolUseBlock
 from memdir.models import ChatModel, ModelResponse, ToolSpec
-from memdir.sessions import validate_session_id
+from memdir.redact import redact
+from memdir.sessions import SessionLog, validate_session_id
+from memdir.tokens import default_counter
 from memdir.workspace import Workspace
 
 __all__ = ["HarnessAgent", "SessionBusyError"]
@@ -109,7 +111,12 @@ class HarnessAgent:
             final answer.
         memory_tools: offer ``memory_search``, ``memory_get`` and ``memory_add``.
         file_tools: offer ``read_file``, ``write_file``, ``edit_file`` and ``list_files``.
-        workspace_context: inject the date, AGENTS.md and MEMORY.md into the system prompt.
+        workspace_context: inject the date, the memory guidance, AGENTS.md and MEMORY.md into
+            the system prompt (``False`` turns all of it off).
+        inject_agents_md: with ``workspace_context``, inject AGENTS.md.
+        inject_memory: with ``workspace_context``, inject MEMORY.md. ``None`` (default):
+            unless memory is off altogether (``memory_tools=False`` and
+            ``memory_flush=False``).
         max_context_tokens: budget of the injected AGENTS.md and MEMORY.md.
         tool_timeout: seconds one tool call may take (``None``: no limit).
         max_output_tokens: passed to the model on every call.
@@ -138,6 +145,8 @@ class HarnessAgent:
         memory_tools: bool = True,
         file_tools: bool = True,
         workspace_context: bool = True,
+        inject_agents_md: bool = True,
+        inject_memory: bool | None = None,
         max_context_tokens: int = 8_000,
         tool_timeout: float | None = None,
         max_output_tokens: int | None = None,
@@ -174,12 +183,27 @@ class HarnessAgent:
             self.eviction_hook = ToolResultEvictionHook(self.workspace, tool_result_eviction)
             self._hooks.add(self.eviction_hook)
         self.context_hook: WorkspaceContextHook | None = None
+        for flag, value in (
+            ("workspace_context", workspace_context),
+            ("inject_agents_md", inject_agents_md),
+            ("memory_tools", memory_tools),
+            ("memory_flush", memory_flush),
+            ("file_tools", file_tools),
+        ):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{flag} must be True or False, not {value!r}")
+        if inject_memory is not None and not isinstance(inject_memory, bool):
+            raise ConfigError(f"inject_memory must be True, False or None, not {inject_memory!r}")
         if workspace_context:
             self.context_hook = WorkspaceContextHook(
                 self.workspace,
                 max_context_tokens=max_context_tokens,
                 memory_tools=memory_tools,
                 auto_memory=memory_flush,
+                agents_md=inject_agents_md,
+                memory_md=(memory_tools or memory_flush)
+                if inject_memory is None
+                else inject_memory,
             )
             self._hooks.add(self.context_hook)
         memory_model = memory_model or model
@@ -495,7 +519,7 @@ class HarnessAgent:
     async def _reason(
         self, sid: str, iteration: int, emit: _Emit | None, *, last_round: bool
     ) -> ModelResponse:
-        attempt = 0
+        recovery: OverflowRecovery | None = None
         while True:
             event = PreReasoningEvent(
                 agent=self,
@@ -504,7 +528,7 @@ class HarnessAgent:
                 system=self.system_prompt,
                 tools=[] if last_round else self.tools,
                 iteration=iteration,
-                forced_compaction=attempt,
+                forced_compaction=recovery.attempts if recovery is not None else 0,
                 _commit=lambda msgs: self._commit(sid, msgs),
             )
             await self._emit(event, emit)
@@ -521,38 +545,42 @@ class HarnessAgent:
             except Exception as exc:
                 if not is_context_overflow(exc):
                     raise
-                attempt += 1
-                recovered = await self._recover(sid, event, system, attempt, exc)
+                recovery = recovery or self._recovery(sid)
+                smaller = await recovery.shrink(
+                    self._history(sid), system=system, tools=event.tools or None, error=exc
+                )
+                if smaller is not None:
+                    self._commit(sid, smaller[0])
                 await self._emit(
                     ContextOverflowEvent(
-                        agent=self, session_id=sid, error=exc, attempt=attempt, recovered=recovered
+                        agent=self,
+                        session_id=sid,
+                        error=exc,
+                        attempt=recovery.attempts,
+                        recovered=smaller is not None,
                     ),
                     emit,
                 )
-                if not recovered:
+                if smaller is None:
                     raise
 
-    async def _recover(
-        self, sid: str, event: PreReasoningEvent, system: str | None, attempt: int, exc: Exception
-    ) -> bool:
-        """Compact (and shrink) the session after an overflow; whether a retry makes sense."""
-        smaller = await recover_or_explain(
-            self.compaction_hook.compactor if self.compaction_hook is not None else None,
+    def _recovery(self, sid: str) -> OverflowRecovery:
+        """The overflow recovery of one model call in session ``sid``."""
+        compactor = self.compaction_hook.compactor if self.compaction_hook is not None else None
+        evictor = (
             self.eviction_hook.evictor(sid)
             if self.eviction_hook is not None
-            else ToolResultEvictor(self.workspace, session_id=sid),
-            self._history(sid),
-            session_id=sid,
-            system=system,
-            tools=event.tools or None,
-            attempt=attempt,
-            context_window=getattr(self.model, "context_window", None),
-            error=exc,
+            else ToolResultEvictor(self.workspace, session_id=sid)
         )
-        if smaller is None:
-            return False
-        self._commit(sid, smaller)
-        return True
+        redactor = compactor.config.redactor if compactor is not None else redact
+        return OverflowRecovery(
+            compactor=compactor,
+            evictor=evictor,
+            log=SessionLog(self.workspace, sid, redact=redactor),
+            counter=compactor.counter if compactor is not None else default_counter(),
+            context=self.context_hook,
+            session_id=sid,
+        )
 
     async def _act(self, sid: str, calls: Sequence[ToolUseBlock], emit: _Emit | None) -> Msg:
         async def run_one(call: ToolUseBlock) -> tuple[ToolResultBlock, dict[str, Any]]:

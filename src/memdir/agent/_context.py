@@ -91,6 +91,9 @@ class WorkspaceContextHook(Hook):
         counter: token counter (default :func:`memdir.tokens.default_counter`).
         memory_tools: the model has ``memory_search``/``memory_get``/``memory_add``.
         auto_memory: facts are extracted automatically after each reply (flush on).
+        agents_md: inject ``AGENTS.md``.
+        memory_md: inject ``MEMORY.md``. With neither memory tools, automatic memory nor
+            ``MEMORY.md``, the memory guidance is left out too.
     """
 
     events = (PreReasoningEvent,)
@@ -104,16 +107,51 @@ class WorkspaceContextHook(Hook):
         counter: TokenCounter | None = None,
         memory_tools: bool = True,
         auto_memory: bool = False,
+        agents_md: bool = True,
+        memory_md: bool = True,
     ) -> None:
-        if isinstance(max_context_tokens, bool) or max_context_tokens < 0:
+        if (
+            isinstance(max_context_tokens, bool)
+            or not isinstance(max_context_tokens, int)
+            or max_context_tokens < 0
+        ):
             raise ConfigError("max_context_tokens must be a non-negative integer")
+        for name, value in (("agents_md", agents_md), ("memory_md", memory_md)):
+            if not isinstance(value, bool):
+                raise ConfigError(f"WorkspaceContextHook {name} must be True or False")
         self.workspace = workspace
         self.max_context_tokens = max_context_tokens
         self.counter = counter or default_counter()
-        self.guidance = _guidance(memory_tools, auto_memory)
+        self.agents_md = agents_md
+        self.memory_md = memory_md
+        self.guidance = (
+            _guidance(memory_tools, auto_memory) if memory_tools or auto_memory or memory_md else ""
+        )
         self.memory_tools = memory_tools
-        self._key: tuple[Any, ...] | None = None
-        self._body = ""
+        self._budgets: dict[str, int] = {}
+        self._cache: dict[int, tuple[tuple[Any, ...], str]] = {}
+
+    def memory_budget(self, session_id: str | None = None) -> int:
+        """The token budget of AGENTS.md and MEMORY.md for ``session_id``."""
+        if session_id is None:
+            return self.max_context_tokens
+        return self._budgets.get(session_id, self.max_context_tokens)
+
+    def shrink_memory(self, session_id: str) -> bool:
+        """Halve the memory budget of ``session_id`` (to nothing at last), after an overflow.
+
+        Returns whether the injected MEMORY.md can get smaller (``False`` when it is not
+        injected or already left out). The smaller budget holds for the rest of the session
+        in this process; a note in the context says what was left out and that
+        ``memory_search`` finds it.
+        """
+        if not self.memory_md or not self.workspace.read_text(MEMORY_MD).strip():
+            return False
+        budget = self.memory_budget(session_id)
+        if budget <= 0:
+            return False
+        self._budgets[session_id] = budget // 2 if budget // 2 >= _MIN_PARTIAL_TOKENS else 0
+        return True
 
     async def __call__(self, event: Any) -> None:
         """Append the workspace context to ``event.system``."""
@@ -133,18 +171,22 @@ class WorkspaceContextHook(Hook):
         )
         if session_id:
             head += f" Session: {session_id}."
-        return f"{head}\n\n{self.guidance}\n\n{self._files_body()}".rstrip() + "\n"
+        parts = [head, self.guidance, self._files_body(self.memory_budget(session_id))]
+        return "\n\n".join(p for p in parts if p).rstrip() + "\n"
 
-    def _files_body(self) -> str:
+    def _files_body(self, budget: int) -> str:
         key = (_stamp(self.workspace, AGENTS_MD), _stamp(self.workspace, MEMORY_MD))
-        if key != self._key:
-            self._body = self._build()
-            self._key = key
-        return self._body
+        cached = self._cache.get(budget)
+        if cached is None or cached[0] != key:
+            if len(self._cache) > 8:
+                self._cache.clear()
+            cached = (key, self._build(budget))
+            self._cache[budget] = cached
+        return cached[1]
 
-    def _build(self) -> str:
-        agents = self.workspace.read_text(AGENTS_MD).strip()
-        memory = self.workspace.read_text(MEMORY_MD)
+    def _build(self, max_tokens: int) -> str:
+        agents = self.workspace.read_text(AGENTS_MD).strip() if self.agents_md else ""
+        memory = self.workspace.read_text(MEMORY_MD) if self.memory_md else ""
         parts: list[str] = []
         used = 0
         if agents:
@@ -153,7 +195,7 @@ class WorkspaceContextHook(Hook):
                 f'<agents_md path="{AGENTS_MD}">\n{_escape(agents, "agents_md")}\n</agents_md>'
             )
         if memory.strip():
-            budget = max(0, self.max_context_tokens - used)
+            budget = max(0, max_tokens - used)
             shown = select_memory(memory, budget, self.counter, searchable=self.memory_tools)
             parts.append(
                 f'<memory_context path="{MEMORY_MD}">\n'

@@ -1,11 +1,21 @@
 """Recovery from "the request is larger than the context window" errors.
 
-Attempt 1 compacts with the user's configuration, forced to trigger. Attempt 2 keeps a quarter
-of the tail. When compaction cannot help (a single message is too big, or too few messages to
-cut), oversized messages are shrunk: a tool result is evicted to a file, any other message is
-cut to its head and tail with a pointer to its full copy in the session log, which is written
-first. Nothing is lost; the same user input is never appended twice (the history is replaced,
-not extended).
+Each refused request is made smaller before it is retried, down a ladder of rungs, the least
+destructive first, until its estimated size is below a target:
+
+1. forced compaction with the configured tail, then with a quarter of it, then with only the
+   latest request (and what tool pairing needs) kept verbatim;
+2. oversized messages shrunk: a tool result is evicted to a file, any other message is cut to
+   its head and tail with a pointer to its full copy in the session log, written first; then
+   the same with a lower bar;
+3. the injected memory context (``MEMORY.md``) halved, down to nothing.
+
+A rung is applied only when it makes the request smaller. The target comes from the error
+when the provider states its limit (and the refused size), else from the refused size itself;
+either way the limit is remembered (:meth:`ConversationCompactor.learn_context_window`), so
+later calls compact before they are refused. Nothing is lost; the same user input is never
+appended twice (the history is replaced, not extended). When no rung can make the request
+smaller, the error goes to the caller with a note saying why.
 """
 
 from __future__ import annotations
@@ -13,9 +23,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, Protocol
 
 from memdir.compaction import CompactionConfig, ConversationCompactor
+from memdir.compaction.overflow import overflow_limit
 from memdir.eviction import ToolResultEvictor
 from memdir.messages import SUMMARY_NAME, Msg, TextBlock
 from memdir.models import ToolSpec
@@ -24,105 +35,239 @@ from memdir.tokens import TokenCounter
 
 __all__ = [
     "MAX_RECOVERY_ATTEMPTS",
-    "recover_from_overflow",
-    "recover_or_explain",
+    "MemoryContext",
+    "OverflowRecovery",
     "shrink_oversized",
 ]
 
 logger = logging.getLogger("memdir.agent")
 
-MAX_RECOVERY_ATTEMPTS: Final = 2
+MAX_RECOVERY_ATTEMPTS: Final = 6
+"""Retries of one model call after overflow errors (each one smaller than the last)."""
 TRUNCATED_KEY: Final = "memdir.truncated"
 """``Msg.metadata`` key of a message cut to fit: ``{"chars", "log_path", "log_line"}``."""
 _KEEP_CHARS: Final = 2_000
 _MIN_OVERSIZED_TOKENS: Final = 2_000
+# The target of a retry, as a share of the limit the provider stated (estimates are not
+# exact), or of the refused size when it stated none.
+_STATED_MARGIN: Final = 0.85
+# A prefix this small is not worth a summary call: four sections and a log pointer are as big.
+_MIN_SUMMARY_GAIN: Final = 300
+_UNSTATED_SHRINK: Final = 0.7
 
 
-async def recover_from_overflow(
-    compactor: ConversationCompactor,
-    evictor: ToolResultEvictor,
-    history: Sequence[Msg],
-    *,
-    session_id: str,
-    system: str | None,
-    tools: Sequence[ToolSpec] | None,
-    attempt: int,
-    context_window: int | None,
-) -> list[Msg] | None:
-    """A smaller conversation to retry with, or ``None`` if nothing could be made smaller."""
-    config: CompactionConfig = compactor.config
-    keep_messages, keep_tokens = config.keep_messages, config.keep_tokens
-    if attempt > 1:
-        keep_messages = max(1, keep_messages // 4)
-        keep_tokens = keep_tokens // 4
-    result = await compactor.compact_if_needed(
-        history,
-        session_id=session_id,
-        system=system,
-        tools=tools,
-        force=True,
-        keep_messages=keep_messages,
-        keep_tokens=keep_tokens,
-    )
-    msgs = result.messages if result is not None else list(history)
-    if result is None or attempt > 1:
-        shrunk = shrink_oversized(
-            msgs,
-            counter=compactor.counter,
-            evictor=evictor,
-            log=compactor.session_log(session_id),
-            context_window=context_window,
-        )
-        if shrunk is not None:
-            msgs = shrunk
-        elif result is None:
+class MemoryContext(Protocol):
+    """The part of the system prompt that recovery may shrink (the workspace context hook)."""
+
+    def render(self, session_id: str | None = None) -> str:
+        """The injected text for ``session_id``."""
+        ...
+
+    def shrink_memory(self, session_id: str) -> bool:
+        """Halve the memory budget of ``session_id``; whether the injected text can shrink."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Rung:
+    kind: str  # "compact", "shrink" or "context"
+    keep_messages: int = 0
+    keep_tokens: int = 0
+    bar: int = 0  # "shrink": 1 = the usual bar for "oversized", 2 = a lower one
+
+
+def _ladder(config: CompactionConfig) -> list[_Rung]:
+    keep, tokens = config.keep_messages, config.keep_tokens
+    rungs = [_Rung("compact", keep, tokens)]
+    quarter = _Rung("compact", max(1, keep // 4), tokens // 4)
+    if quarter != rungs[-1]:
+        rungs.append(quarter)
+    if rungs[-1] != _Rung("compact", 1, 0):
+        rungs.append(_Rung("compact", 1, 0))
+    return [*rungs, _Rung("shrink", bar=1), _Rung("shrink", bar=2), _Rung("context")]
+
+
+class OverflowRecovery:
+    """The recovery of one model call from context-overflow errors.
+
+    Args:
+        compactor: the agent's compactor, or ``None`` when compaction is off (then only
+            oversized messages and the memory context can shrink).
+        evictor: evicts oversized tool results of the session.
+        log: the session log that receives a message before it is cut.
+        counter: estimates request sizes.
+        context: the workspace context hook, when memory is injected.
+        session_id: the session.
+    """
+
+    def __init__(
+        self,
+        *,
+        compactor: ConversationCompactor | None,
+        evictor: ToolResultEvictor,
+        log: SessionLog,
+        counter: TokenCounter,
+        context: MemoryContext | None,
+        session_id: str,
+    ) -> None:
+        self.compactor = compactor
+        self.evictor = evictor
+        self.log = log
+        self.counter = counter
+        self.context = context
+        self.session_id = session_id
+        self.attempts = 0
+        rungs = _ladder(compactor.config) if compactor is not None else _ladder(_NO_COMPACTION)
+        self._rungs = [r for r in rungs if compactor is not None or r.kind != "compact"]
+        self._next = 0
+        self._last_cut: int | None = None
+        self.applied: list[str] = []
+
+    async def shrink(
+        self,
+        history: Sequence[Msg],
+        *,
+        system: str | None,
+        tools: Sequence[ToolSpec] | None,
+        error: BaseException,
+    ) -> tuple[list[Msg], str | None] | None:
+        """A smaller request to retry with (messages and system prompt), or ``None``.
+
+        ``None`` comes with a note on ``error`` saying why nothing could be made smaller.
+        """
+        self.attempts += 1
+        if self.attempts > MAX_RECOVERY_ATTEMPTS:
+            error.add_note(
+                f"memdir: still too long after {MAX_RECOVERY_ATTEMPTS} smaller retries; lower "
+                "CompactionConfig.keep_messages / keep_tokens, or use a model with a larger "
+                "context window"
+            )
             return None
-    return msgs
+        msgs, sys_prompt = list(history), system
+        refused = self.counter.count_request(msgs, system=system, tools=tools)
+        target = self._target(refused, error)
+        size, changed = refused, False
+        while size > target and self._next < len(self._rungs):
+            rung = self._rungs[self._next]
+            found = await self._climb(rung, msgs, sys_prompt, tools)
+            if found is None:
+                self._next += 1
+                continue
+            smaller, smaller_sys = found
+            now = self.counter.count_request(smaller, system=smaller_sys, tools=tools)
+            if now >= size:
+                self._next += 1
+                continue
+            msgs, sys_prompt, size, changed = smaller, smaller_sys, now, True
+            self.applied.append(rung.kind)
+            self._last_cut = None  # cut positions of the old list mean nothing in the new one
+            if rung.kind != "context":  # halving the memory can go on; the others are done
+                self._next += 1
+        if not changed:
+            error.add_note(self._why_not(refused, tools, system))
+            return None
+        logger.info(
+            "session %s: request shrunk from ~%d to ~%d tokens after an overflow (target ~%d)",
+            self.session_id,
+            refused,
+            size,
+            target,
+        )
+        return msgs, sys_prompt
+
+    def _target(self, refused: int, error: BaseException) -> int:
+        """The estimated size the retry must stay under; the limit is learned on the way."""
+        stated = overflow_limit(error)
+        if stated is not None and stated.limit is not None:
+            # In the counter's units: scaled by what the provider counted, when it says.
+            window = (
+                refused * stated.limit // stated.requested
+                if stated.requested
+                else min(stated.limit, refused)
+            )
+            target = int(window * _STATED_MARGIN)
+        else:
+            window = refused
+            target = int(refused * _UNSTATED_SHRINK)
+        if self.compactor is not None and window > 0:
+            self.compactor.learn_context_window(window)
+        return max(1, min(target, refused - 1))
+
+    async def _climb(
+        self,
+        rung: _Rung,
+        msgs: list[Msg],
+        system: str | None,
+        tools: Sequence[ToolSpec] | None,
+    ) -> tuple[list[Msg], str | None] | None:
+        if rung.kind == "compact":
+            assert self.compactor is not None
+            plan = self.compactor.plan(
+                msgs,
+                system=system,
+                tools=tools,
+                force=True,
+                keep_messages=rung.keep_messages,
+                keep_tokens=rung.keep_tokens,
+            )
+            if plan.cut_index is None or plan.cut_index == self._last_cut:
+                return None  # nothing to summarise, or the same cut as the rung before
+            self._last_cut = plan.cut_index
+            prefix = sum(
+                self.counter.count_message(m) for m in msgs[: plan.cut_index] if m.role != "system"
+            )
+            if prefix < _MIN_SUMMARY_GAIN:
+                return None  # a summary would not be smaller than what it replaces
+            result = await self.compactor.compact_if_needed(
+                msgs,
+                session_id=self.session_id,
+                system=system,
+                tools=tools,
+                force=True,
+                keep_messages=rung.keep_messages,
+                keep_tokens=rung.keep_tokens,
+            )
+            return (list(result.messages), system) if result is not None else None
+        if rung.kind == "shrink":
+            window = self.compactor.context_window if self.compactor is not None else None
+            shrunk = shrink_oversized(
+                msgs,
+                counter=self.counter,
+                evictor=self.evictor,
+                log=self.log,
+                context_window=window,
+                strict=rung.bar > 1,
+            )
+            return (shrunk, system) if shrunk is not None else None
+        return self._shrink_context(msgs, system)
+
+    def _shrink_context(
+        self, msgs: list[Msg], system: str | None
+    ) -> tuple[list[Msg], str | None] | None:
+        if self.context is None or not system:
+            return None
+        before = self.context.render(self.session_id)
+        if before not in system or not self.context.shrink_memory(self.session_id):
+            return None
+        return msgs, system.replace(before, self.context.render(self.session_id))
+
+    def _why_not(self, refused: int, tools: Sequence[ToolSpec] | None, system: str | None) -> str:
+        fixed = self.counter.count_request([], system=system, tools=tools)
+        if self.compactor is None:
+            return (
+                "memdir: the conversation no longer fits the model's context window and "
+                "compaction is off; pass compaction=CompactionConfig() to HarnessAgent to "
+                "compact and retry automatically"
+            )
+        return (
+            f"memdir: the request (~{refused:,} tokens, ~{fixed:,} of them system prompt and "
+            "tool schemas) could not be made smaller: nothing is left to summarise, no "
+            "message is oversized and the memory context is already as small as it can be; "
+            "use a model with a larger context window, fewer tools or a shorter system prompt"
+        )
 
 
-async def recover_or_explain(
-    compactor: ConversationCompactor | None,
-    evictor: ToolResultEvictor,
-    history: Sequence[Msg],
-    *,
-    session_id: str,
-    system: str | None,
-    tools: Sequence[ToolSpec] | None,
-    attempt: int,
-    context_window: int | None,
-    error: BaseException,
-) -> list[Msg] | None:
-    """:func:`recover_from_overflow`, or ``None`` with a note on ``error`` saying why not."""
-    if compactor is None:
-        error.add_note(
-            "memdir: the conversation no longer fits the model's context window and "
-            "compaction is off; pass compaction=CompactionConfig() to HarnessAgent to "
-            "compact and retry automatically"
-        )
-        return None
-    if attempt > MAX_RECOVERY_ATTEMPTS:
-        error.add_note(
-            f"memdir: still too long after {MAX_RECOVERY_ATTEMPTS} forced compactions; "
-            "lower CompactionConfig.keep_messages / keep_tokens or use a model with a "
-            "larger context window"
-        )
-        return None
-    smaller = await recover_from_overflow(
-        compactor,
-        evictor,
-        history,
-        session_id=session_id,
-        system=system,
-        tools=tools,
-        attempt=attempt,
-        context_window=context_window,
-    )
-    if smaller is None:
-        error.add_note(
-            "memdir: forced compaction could not make the conversation smaller "
-            "(nothing left to summarise, and no single message is oversized)"
-        )
-    return smaller
+_NO_COMPACTION: Final = CompactionConfig(trigger_messages=0, trigger_tokens=0, keep_messages=1)
 
 
 def shrink_oversized(
@@ -132,18 +277,20 @@ def shrink_oversized(
     evictor: ToolResultEvictor,
     log: SessionLog,
     context_window: int | None,
+    strict: bool = False,
 ) -> list[Msg] | None:
     """Shrink messages too big for the context; ``None`` if none is.
 
     A message is too big when it takes more than a quarter of the context window, or (window
-    unknown) more than half of the conversation.
+    unknown) more than half of the conversation, and at least 2,000 tokens. With ``strict``
+    the bar is an eighth (a quarter) and 500 tokens, and cut messages keep less of their text.
     """
     sizes = [counter.count_message(m) for m in msgs]
     total = sum(sizes)
-    if context_window:
-        limit = max(_MIN_OVERSIZED_TOKENS, context_window // 4)
-    else:
-        limit = max(_MIN_OVERSIZED_TOKENS, total // 2)
+    floor = _MIN_OVERSIZED_TOKENS // 4 if strict else _MIN_OVERSIZED_TOKENS
+    share = (8 if strict else 4) if context_window else (4 if strict else 2)
+    limit = max(floor, (context_window or total) // share)
+    keep_chars = _KEEP_CHARS // 4 if strict else _KEEP_CHARS
     out = list(msgs)
     changed = False
     for i, (msg, size) in enumerate(zip(msgs, sizes, strict=True)):
@@ -152,17 +299,17 @@ def shrink_oversized(
         if msg.role == "tool":
             smaller = evictor.evict_message(msg, force=True)
         else:
-            smaller = _truncate(msg, log)
+            smaller = _truncate(msg, log, keep_chars)
         if smaller is not msg:
             out[i] = smaller
             changed = True
     return out if changed else None
 
 
-def _truncate(msg: Msg, log: SessionLog) -> Msg:
+def _truncate(msg: Msg, log: SessionLog, keep_chars: int) -> Msg:
     """``msg`` with each long text block cut to head and tail, after logging the original."""
     long_blocks = [
-        b for b in msg.content if isinstance(b, TextBlock) and len(b.text) > 4 * _KEEP_CHARS
+        b for b in msg.content if isinstance(b, TextBlock) and len(b.text) > 4 * keep_chars
     ]
     if not long_blocks:
         return msg
@@ -176,14 +323,14 @@ def _truncate(msg: Msg, log: SessionLog) -> Msg:
     total = sum(len(b.text) for b in long_blocks)
     content = []
     for block in msg.content:
-        if isinstance(block, TextBlock) and len(block.text) > 4 * _KEEP_CHARS:
+        if isinstance(block, TextBlock) and len(block.text) > 4 * keep_chars:
             text = block.text
-            cut = len(text) - 2 * _KEEP_CHARS
+            cut = len(text) - 2 * keep_chars
             block = TextBlock(
                 text=(
-                    f"{text[:_KEEP_CHARS]}\n\n[... {cut:,} characters cut to fit the context "
+                    f"{text[:keep_chars]}\n\n[... {cut:,} characters cut to fit the context "
                     f"window; the full message is {where} (read_file can read it) ...]\n\n"
-                    f"{text[-_KEEP_CHARS:]}"
+                    f"{text[-keep_chars:]}"
                 )
             )
         content.append(block)

@@ -257,39 +257,63 @@ class Run:
                     if i < cut or self.current[i].id in plan.altered
                 ]
             )
+        prefix = self.original[:cut]
+        span = done.span([m.id for m in prefix]) if done is not None else None
+        summarized = sum(summarized_count(m) if m.name == SUMMARY_NAME else 1 for m in to_summarize)
         model = cfg.model or self.c.model
         outcome = await self._summarize(model, to_summarize, fallback=False)
         stage = "summary"
-        hard = cfg.hard_limit(getattr(self.c.model, "context_window", None))
+        kept, why = self._replace_prefix(outcome, plan, span, summarized)
+        hard = cfg.hard_limit(self.c.context_window)
         # Past the hard limit, or forced (the provider already refused the request), leaving
         # the context as it is would only fail again: an extractive summary is better.
-        if outcome.text is None and (self.force or (hard is not None and self.tokens >= hard)):
+        if kept is None and (self.force or (hard is not None and self.tokens >= hard)):
             from memdir.models import ExtractiveModel
 
-            log.warning("%s; using an extractive summary instead", outcome.reason)
+            log.warning("%s; using an extractive summary instead", why)
             model = ExtractiveModel()
             outcome = await self._summarize(model, to_summarize, fallback=True)
             stage = "extractive_summary"
-        if outcome.text is None:
-            raise _Failed(outcome.reason or "the summary could not be made")
-        prefix = self.original[:cut]
-        span = done.span([m.id for m in prefix]) if done is not None else None
-        msg = build_summary_message(
-            outcome.text,
-            log=_named_log(span, prefix),
-            summarized=sum(
-                summarized_count(m) if m.name == SUMMARY_NAME else 1 for m in to_summarize
-            ),
-            created_at=self.c.workspace.utc_now(),
-        )
-        kept = [*plan.pinned_system, msg, *plan.body]
-        self._check(kept)
+            kept, why = self._replace_prefix(outcome, plan, span, summarized)
+        if kept is None:
+            raise _Failed(why)
         self.current = kept
         self.stages.append(stage)
         self._remeasure()
         if span is not None:
             self.spans = [span]
-        return await self._done(started, cut, msg, getattr(model, "name", None))
+        return await self._done(
+            started, cut, kept[len(plan.pinned_system)], getattr(model, "name", None)
+        )
+
+    def _replace_prefix(
+        self, outcome: SummaryOutcome, plan: SummaryPlan, span: LogSpan | None, summarized: int
+    ) -> tuple[list[Msg] | None, str]:
+        """The conversation with the summary in place of the prefix, or ``None`` and why not.
+
+        A summary that does not make the conversation smaller is refused: applying it would
+        only lose the verbatim messages (and, on an overflow, make the retry larger). This
+        holds when compaction was forced or the request is over a token limit; when only the
+        message trigger fired, fewer messages is what was asked for.
+        """
+        if outcome.text is None:
+            return None, outcome.reason or "the summary could not be made"
+        msg = build_summary_message(
+            outcome.text,
+            log=_named_log(span, self.original[: plan.cut]),
+            summarized=summarized,
+            created_at=self.c.workspace.utc_now(),
+        )
+        kept = [*plan.pinned_system, msg, *plan.body]
+        self._check(kept)
+        if self.force or self.c.over_token_limit(self.tokens):
+            after = self.c.counter.count_request(kept, system=self.system, tools=self.tools)
+            if after >= self.tokens:
+                return None, (
+                    f"the summary would not make the request smaller "
+                    f"(~{self.tokens:,} -> ~{after:,} tokens)"
+                )
+        return kept, ""
 
     async def _summarize(
         self, model: ChatModel, msgs: list[Msg], *, fallback: bool
@@ -302,7 +326,14 @@ class Run:
             max_output_tokens=cfg.summary_max_tokens,
             budget=None
             if fallback
-            else input_budget(cfg.summary_input_tokens, model, cfg.summary_max_tokens),
+            else input_budget(
+                cfg.summary_input_tokens,
+                # A window learned from the compactor's model's errors holds for its summaries.
+                self.c.context_window
+                if model is self.c.model
+                else getattr(model, "context_window", None),
+                cfg.summary_max_tokens,
+            ),
             timeout=None if fallback else cfg.summary_timeout,
             retries=0 if fallback else cfg.summary_retries,
             count_text=self.c.counter.count_text,

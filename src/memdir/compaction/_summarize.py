@@ -47,11 +47,10 @@ class SummaryOutcome:
     reason: str | None = None
 
 
-def input_budget(configured: int, model: ChatModel, max_output_tokens: int) -> int | None:
+def input_budget(configured: int, window: int | None, max_output_tokens: int) -> int | None:
     """Tokens one summary request may hold: configured, else from the window, else unlimited."""
     if configured > 0:
         return configured
-    window = getattr(model, "context_window", None)
     if not isinstance(window, int) or window <= 0:
         return None
     room = window - max_output_tokens - 512

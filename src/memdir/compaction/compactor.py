@@ -111,7 +111,8 @@ class ConversationCompactor:
     """Keeps a conversation under its triggers without losing what was said.
 
     Args:
-        model: the agent's model; its ``context_window`` sets the hard limit, and it writes the
+        model: the agent's model; its ``context_window`` sets the hard limit (see
+            :attr:`context_window`), and it writes the
             summary unless ``config.model`` names another.
         workspace: the workspace whose ``sessions/`` receives the offloaded messages.
         config: triggers, tail size and passes.
@@ -148,6 +149,36 @@ class ConversationCompactor:
         self.on_flush = on_flush
         self.counter: TokenCounter = token_counter or default_counter()
         self.listeners: list[CompactionListener] = []
+        self._learned_window: int | None = None
+
+    # -- the context window --------------------------------------------------------------------
+
+    @property
+    def context_window(self) -> int | None:
+        """The context window compaction plans for: the model's, or less if one was learned.
+
+        :meth:`learn_context_window` lowers it when a provider refused a request as too long
+        (a local server started with a small context, a model missing from the table).
+        """
+        window = getattr(self.model, "context_window", None)
+        if self._learned_window is None:
+            return window
+        return self._learned_window if not window else min(window, self._learned_window)
+
+    def learn_context_window(self, tokens: int) -> bool:
+        """Plan for a context window of at most ``tokens`` from now on; whether it shrank.
+
+        Raises:
+            ConfigError: ``tokens`` is not a positive integer.
+        """
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
+            raise ConfigError(f"a context window must be a positive integer, not {tokens!r}")
+        current = self.context_window
+        if current is not None and tokens >= current:
+            return False
+        self._learned_window = tokens
+        log.info("planning for a context window of at most %d tokens from now on", tokens)
+        return True
 
     # -- listeners -----------------------------------------------------------------------------
 
@@ -199,12 +230,18 @@ class ConversationCompactor:
             return "forced"
         if cfg.trigger_messages and count >= cfg.trigger_messages:
             return "messages"
-        hard = cfg.hard_limit(getattr(self.model, "context_window", None))
+        hard = cfg.hard_limit(self.context_window)
         if hard is not None and tokens >= hard:
             return "hard_limit"
         if cfg.trigger_tokens and tokens >= cfg.trigger_tokens:
             return "tokens"
         return None
+
+    def over_token_limit(self, tokens: int) -> bool:
+        """Whether a request of ``tokens`` is at or over the token trigger or the hard limit."""
+        hard = self.config.hard_limit(self.context_window)
+        trigger = self.config.trigger_tokens
+        return bool((hard is not None and tokens >= hard) or (trigger and tokens >= trigger))
 
     def tail_cap(
         self,
@@ -219,7 +256,7 @@ class ConversationCompactor:
         later call would compact again; in message mode the tail is then also capped at half of
         the token limit left after the system prompt and tools.
         """
-        hard = self.config.hard_limit(getattr(self.model, "context_window", None))
+        hard = self.config.hard_limit(self.context_window)
         limits = [x for x in (self.config.trigger_tokens, hard) if x]
         if reason not in ("tokens", "hard_limit", "forced") or not limits:
             return 0

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from memdir._overflow import overflow_verdict, payload_strings
+from memdir._overflow import StatedLimit, overflow_verdict, payload_strings, stated_limit
 from memdir.errors import ContextOverflowError
 
-__all__ = ["is_context_overflow"]
+__all__ = ["StatedLimit", "is_context_overflow", "overflow_limit"]
 
 # Bound the walk: a chain this long is not an error report any more.
 _MAX_LINKS = 32
@@ -41,6 +41,19 @@ def is_context_overflow(error: BaseException | None) -> bool:
         if verdict is not None:
             return verdict
     return False
+
+
+def overflow_limit(error: BaseException | None) -> StatedLimit | None:
+    """The context limit (and request size) an overflow error states, if it states one.
+
+    Looks at the same cause chain as :func:`is_context_overflow`. OpenAI, vLLM, Anthropic,
+    llama.cpp, xAI and DashScope state the limit; Ollama and many gateways do not.
+    """
+    for link in _chain(error):
+        found = stated_limit([str(link), *payload_strings(getattr(link, "body", None))])
+        if found is not None:
+            return found
+    return None
 
 
 def _chain(error: BaseException | None) -> Iterator[BaseException]:
