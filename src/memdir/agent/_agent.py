@@ -82,6 +82,16 @@ _Emit: TypeAlias = Callable[[AgentEvent], Awaitable[None]]
 _DEFAULT_EVICTION: Final = ToolResultEvictionConfig.defaults()
 _DEFAULT_COMPACTION: Final = CompactionConfig()
 _DEFAULT_MAINTENANCE: Final = MaintenanceConfig()
+STOPPED_KEY: Final = "memdir.stopped"
+"""``Msg.metadata`` key of a reply memdir wrote because the model gave none: ``"max_iters"``
+(the step limit was reached) or ``"empty_answer"`` (the model answered with nothing, twice)."""
+_EMPTY_ANSWER_NOTE: Final = (
+    "Your previous reply was empty. Reply to the user now: answer in text, or call a tool."
+)
+_NO_ANSWER: Final = (
+    "(The model gave no answer: it replied with no text and no tool call, twice. Try again, "
+    "rephrase the request, or use another model.)"
+)
 _LAST_ROUND_NOTE: Final = (
     "You have used every tool call available for this request. Answer now with what you have; "
     "say what is still open."
@@ -476,14 +486,7 @@ class HarnessAgent:
     async def _loop(self, sid: str, new: list[Msg], emit: _Emit | None) -> Msg:
         for iteration in range(self.max_iters + 1):
             last_round = iteration == self.max_iters
-            response = await self._reason(sid, iteration, emit, last_round=last_round)
-            post = PostReasoningEvent(
-                agent=self, session_id=sid, response=response, iteration=iteration
-            )
-            await self._emit(post, emit)
-            message = post.response.message
-            if message.role != "assistant":
-                raise ConfigError(f"the model answered with a {message.role!r} message")
+            message = await self._answer(sid, iteration, emit, last_round=last_round)
             self._append(sid, [message])
             new.append(message)
             if not message.tool_uses:
@@ -510,14 +513,45 @@ class HarnessAgent:
         reply = Msg.assistant(
             f"I stopped after {self.max_iters} steps without a final answer "
             "(raise max_iters to allow more).",
-            metadata={"memdir.stopped": "max_iters"},
+            metadata={STOPPED_KEY: "max_iters"},
         )
         self._append(sid, [skipped, reply])
         new.extend([skipped, reply])
         return reply
 
-    async def _reason(
+    async def _answer(
         self, sid: str, iteration: int, emit: _Emit | None, *, last_round: bool
+    ) -> Msg:
+        """The model's next message; an empty one is asked for again, once, with a nudge."""
+        note: str | None = None
+        for _ in range(2):
+            response = await self._reason(sid, iteration, emit, last_round=last_round, note=note)
+            post = PostReasoningEvent(
+                agent=self, session_id=sid, response=response, iteration=iteration
+            )
+            await self._emit(post, emit)
+            message = post.response.message
+            if message.role != "assistant":
+                raise ConfigError(f"the model answered with a {message.role!r} message")
+            if message.tool_uses or message.text.strip():
+                return message
+            logger.warning(
+                "session %s: the model gave an empty answer (stop reason %s)%s",
+                sid,
+                response.stop_reason,
+                "; asking again" if note is None else "",
+            )
+            note = _EMPTY_ANSWER_NOTE
+        return Msg.assistant(_NO_ANSWER, metadata={STOPPED_KEY: "empty_answer"})
+
+    async def _reason(
+        self,
+        sid: str,
+        iteration: int,
+        emit: _Emit | None,
+        *,
+        last_round: bool,
+        note: str | None = None,
     ) -> ModelResponse:
         recovery: OverflowRecovery | None = None
         while True:
@@ -533,8 +567,9 @@ class HarnessAgent:
             )
             await self._emit(event, emit)
             system = event.system
-            if last_round:
-                system = f"{system}\n\n{_LAST_ROUND_NOTE}" if system else _LAST_ROUND_NOTE
+            for extra in (_LAST_ROUND_NOTE if last_round else None, note):
+                if extra:
+                    system = f"{system}\n\n{extra}" if system else extra
             try:
                 return await self.model.generate(
                     event.messages,
