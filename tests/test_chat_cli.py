@@ -108,7 +108,9 @@ def test_slash_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_compact_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    turns = "".join(f"Step {i}: I prefer option {i}.\n" for i in range(4))
+    # Turns long enough that their summary is smaller than they are.
+    chatter = " ".join(f"Aside {k}: the weather was nice that week." for k in range(12))
+    turns = "".join(f"Step {i}: I prefer option {i}. {chatter}\n" for i in range(4))
     code, _, err, _ = _chat(tmp_path, monkeypatch, turns + "/compact\n/compact\n")
     assert code == 0, err
     assert "⧉ compacted (forced): 8 → 2 messages" in err

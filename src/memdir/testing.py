@@ -1,6 +1,7 @@
 """Fakes for tests: :class:`ScriptedModel`, :class:`FunctionModel` and :class:`ConceptEmbedder`.
 
-Both implement :class:`~memdir.models.ChatModel` and record every request as a
+Both implement :class:`~memdir.models.StreamingChatModel` (``stream()`` yields the answer's
+text word by word, then each tool call, then the answer) and record every request as a
 :class:`ModelCall`, so a test can script the answers and then assert on what was asked::
 
     model = ScriptedModel(["first answer", ContextOverflowError("too long"), "after retry"])
@@ -12,13 +13,16 @@ Both implement :class:`~memdir.models.ChatModel` and record every request as a
 from __future__ import annotations
 
 import inspect
+import json
+import re
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from memdir.messages import Msg, ToolUseBlock
+from memdir.messages import Msg, ThinkingBlock, ToolUseBlock
 from memdir.models._base import ModelResponse, ToolSpec, request_task
+from memdir.models._stream import ModelDelta
 
 __all__ = ["ConceptEmbedder", "FunctionModel", "ModelCall", "Reply", "ScriptedModel", "Step"]
 
@@ -106,6 +110,34 @@ class _FakeModel:
         )
         self.calls.append(call)
         return await self._answer(call)
+
+    async def stream(
+        self,
+        messages: Sequence[Msg],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        system: str | None = None,
+        max_output_tokens: int | None = None,
+    ) -> AsyncIterator[ModelDelta | ModelResponse]:
+        """:meth:`generate`, streamed: thinking, text word by word, tool calls, the answer."""
+        response = await self.generate(
+            messages, tools=tools, system=system, max_output_tokens=max_output_tokens
+        )
+        for block in response.message.content:
+            if isinstance(block, ThinkingBlock) and block.thinking:
+                yield ModelDelta(kind="thinking", text=block.thinking)
+        for piece in re.findall(r"\S*\s*", response.message.text):
+            if piece:
+                yield ModelDelta(kind="text", text=piece)
+        for index, use in enumerate(response.message.tool_uses):
+            yield ModelDelta(
+                kind="tool_call",
+                text=json.dumps(use.input, ensure_ascii=False),
+                index=index,
+                tool_call_id=use.id,
+                tool_name=use.name,
+            )
+        yield response
 
     async def _answer(self, call: ModelCall) -> ModelResponse:
         raise NotImplementedError

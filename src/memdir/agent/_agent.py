@@ -37,6 +37,7 @@ from memdir.agent._toolkit import Tool, builtin_tools, tool_from_function
 from memdir.agent.events import (
     AgentEvent,
     ContextOverflowEvent,
+    ModelDeltaEvent,
     PostActingEvent,
     PostCallEvent,
     PostReasoningEvent,
@@ -58,7 +59,7 @@ from memdir.compaction import (
     ConversationCompactor,
     is_context_overflow,
 )
-from memdir.errors import ConfigError
+from memdir.errors import ConfigError, ModelError
 from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
 from memdir.memory import (
     MaintenanceConfig,
@@ -67,7 +68,7 @@ from memdir.memory import (
     MemoryMaintenanceScheduler,
 )
 from memdir.messages import SUMMARY_NAME, Msg, ToolResultBlock, ToolUseBlock
-from memdir.models import ChatModel, ModelResponse, ToolSpec
+from memdir.models import ChatModel, ModelDelta, ModelResponse, ToolSpec
 from memdir.redact import redact
 from memdir.sessions import SessionLog, validate_session_id
 from memdir.tokens import default_counter
@@ -571,6 +572,8 @@ class HarnessAgent:
                 if extra:
                     system = f"{system}\n\n{extra}" if system else extra
             try:
+                if emit is not None and callable(getattr(self.model, "stream", None)):
+                    return await self._streamed(sid, iteration, event, system, emit)
                 return await self.model.generate(
                     event.messages,
                     tools=event.tools or None,
@@ -598,6 +601,29 @@ class HarnessAgent:
                 )
                 if smaller is None:
                     raise
+
+    async def _streamed(
+        self, sid: str, iteration: int, event: PreReasoningEvent, system: str | None, emit: _Emit
+    ) -> ModelResponse:
+        """The model's answer through its ``stream()``, each piece emitted as it comes."""
+        response: ModelResponse | None = None
+        stream = self.model.stream(  # type: ignore[attr-defined]
+            event.messages,
+            tools=event.tools or None,
+            system=system,
+            max_output_tokens=self.max_output_tokens,
+        )
+        async for item in stream:
+            if isinstance(item, ModelResponse):
+                response = item
+            elif isinstance(item, ModelDelta):
+                await self._emit(
+                    ModelDeltaEvent(agent=self, session_id=sid, delta=item, iteration=iteration),
+                    emit,
+                )
+        if response is None:
+            raise ModelError(f"{self.model.name}: the stream ended without an answer")
+        return response
 
     def _recovery(self, sid: str) -> OverflowRecovery:
         """The overflow recovery of one model call in session ``sid``."""

@@ -5,6 +5,7 @@ One ``call()`` produces, in order::
     PreCallEvent
     ┌ PreReasoningEvent      before every model call (also inside tool loops)
     │ [ContextOverflowEvent] the model refused the request as too long; compacted and retried
+    │ [ModelDeltaEvent ×n]   pieces of the answer as they are written (stream() only)
     │ PostReasoningEvent     the model's answer
     │ PreActingEvent ×n      before each tool call (parallel calls run concurrently)
     └ PostActingEvent ×n     after each tool call
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memdir.messages import Msg, ToolResultBlock, ToolUseBlock
-from memdir.models import ModelResponse, ToolSpec
+from memdir.models import ModelDelta, ModelResponse, ToolSpec
 
 if TYPE_CHECKING:
     from memdir.agent._agent import HarnessAgent
@@ -30,6 +31,7 @@ __all__ = [
     "AgentEvent",
     "ContextOverflowEvent",
     "HookErrorEvent",
+    "ModelDeltaEvent",
     "PostActingEvent",
     "PostCallEvent",
     "PostReasoningEvent",
@@ -97,6 +99,24 @@ class PreReasoningEvent(AgentEvent):
         if self._commit is not None:
             self._commit(new)
         self.messages = list(new)
+
+
+@dataclass(kw_only=True, eq=False)
+class ModelDeltaEvent(AgentEvent):
+    """A piece of the model's answer, as the model writes it.
+
+    Emitted by :meth:`HarnessAgent.stream` when the model can stream
+    (:class:`~memdir.models.StreamingChatModel`); :class:`PostReasoningEvent` still carries the
+    whole answer. Pieces of an answer that is then refused or retried (an empty answer) are
+    not taken back.
+
+    Attributes:
+        delta: the piece (``delta.kind`` is ``"text"``, ``"thinking"`` or ``"tool_call"``).
+        iteration: as in :class:`PreReasoningEvent`.
+    """
+
+    delta: ModelDelta
+    iteration: int
 
 
 @dataclass(kw_only=True, eq=False)

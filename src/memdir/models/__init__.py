@@ -16,12 +16,14 @@ from memdir.models._base import (
     TASK_KEY,
     ChatModel,
     ModelResponse,
+    StreamingChatModel,
     ToolSpec,
     Usage,
     request_task,
 )
 from memdir.models._http import RetryPolicy
 from memdir.models._registry import PROVIDERS, model_from_string
+from memdir.models._stream import ModelDelta
 from memdir.models._windows import known_context_window
 from memdir.models.anthropic import AnthropicModel
 from memdir.models.extractive import NO_REPLY, ExtractiveModel
@@ -39,9 +41,11 @@ __all__ = [
     "AnthropicModel",
     "ChatModel",
     "ExtractiveModel",
+    "ModelDelta",
     "ModelResponse",
     "OpenAIChatModel",
     "RetryPolicy",
+    "StreamingChatModel",
     "ToolSpec",
     "Usage",
     "known_context_window",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -12,6 +12,7 @@ from memdir._msg import Msg, as_list
 from memdir.errors import ConfigError
 from memdir.models._base import ModelResponse, ToolSpec
 from memdir.models._http import RetryPolicy, post_json
+from memdir.models._stream import ModelDelta, StreamReader, stream_events
 from memdir.models._windows import known_context_window
 
 __all__ = ["HttpChatModel"]
@@ -116,6 +117,52 @@ class HttpChatModel:
             timeout=self._timeout,
         )
         return self._parse(body, tools=tools)
+
+    async def stream(
+        self,
+        messages: Sequence[Msg],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        system: str | None = None,
+        max_output_tokens: int | None = None,
+    ) -> AsyncIterator[ModelDelta | ModelResponse]:
+        """Send one request and yield the answer as it is written, then the whole answer.
+
+        The deltas are :class:`ModelDelta` pieces (text, thinking, tool-call arguments); the
+        last item is the same :class:`ModelResponse` that :meth:`generate` would return. The
+        timeout bounds each wait for more of the answer, so a slow model that keeps writing
+        is never cut off.
+
+        Raises:
+            The same errors as :meth:`generate`; a failure after the first delta is not
+            retried (the text already shown would be shown twice).
+        """
+        payload = self.build_payload(
+            messages, tools=tools, system=system, max_output_tokens=max_output_tokens
+        )
+        reader = self._stream_reader(tools)
+        events = stream_events(
+            self._client,
+            self._url(),
+            {**payload, **self._stream_fields()},
+            headers=self._headers(),
+            provider=self.name,
+            retry=self._retry,
+            timeout=self._timeout,
+        )
+        async for event, data in events:
+            for delta in reader.feed(event, data):
+                yield delta
+        for delta in reader.finish():
+            yield delta
+        yield self._parse(reader.body(), tools=tools)
+
+    def _stream_fields(self) -> dict[str, Any]:
+        """Request fields that ask for a stream."""
+        return {"stream": True}
+
+    def _stream_reader(self, tools: Sequence[ToolSpec] | None) -> StreamReader:
+        raise NotImplementedError
 
     def _url(self) -> str:
         raise NotImplementedError

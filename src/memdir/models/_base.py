@@ -11,7 +11,7 @@ parsing prose. The keys are the ``*_KEY`` constants below.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -28,6 +28,7 @@ __all__ = [
     "TASK_KEY",
     "ChatModel",
     "ModelResponse",
+    "StreamingChatModel",
     "ToolSpec",
     "Usage",
     "request_task",
@@ -163,6 +164,29 @@ class ChatModel(Protocol):
             ContextOverflowError: the request does not fit in the context window.
             ModelError: any other provider failure.
         """
+        ...
+
+
+@runtime_checkable
+class StreamingChatModel(ChatModel, Protocol):
+    """A :class:`ChatModel` that can also stream its answer as it is written.
+
+    :meth:`stream` takes the arguments of :meth:`ChatModel.generate` and yields
+    :class:`~memdir.models.ModelDelta` pieces, then, last, the whole :class:`ModelResponse`.
+    ``HarnessAgent.stream`` passes the pieces on as they come; memdir's own model calls
+    (summaries, flush, consolidation) use them as signs of progress, so a slow model that keeps
+    writing is never timed out.
+    """
+
+    def stream(
+        self,
+        messages: Sequence[Msg],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        system: str | None = None,
+        max_output_tokens: int | None = None,
+    ) -> AsyncIterator[Any]:
+        """Yield :class:`~memdir.models.ModelDelta` pieces, then the :class:`ModelResponse`."""
         ...
 
 

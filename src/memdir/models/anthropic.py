@@ -17,6 +17,7 @@ from memdir.messages import (
     to_anthropic,
 )
 from memdir.models._adapter import HttpChatModel, request_messages
+from memdir.models._anthropic_stream import AnthropicStreamReader
 from memdir.models._base import ModelResponse, ToolSpec, Usage
 from memdir.models._http import RetryPolicy
 
@@ -126,6 +127,9 @@ class AnthropicModel(HttpChatModel):
     def _parse(self, body: Mapping[str, Any], *, tools: Sequence[ToolSpec] | None) -> ModelResponse:
         # The Messages API always returns tool calls as tool_use blocks.
         return _parse_response(body, self.name)
+
+    def _stream_reader(self, tools: Sequence[ToolSpec] | None) -> AnthropicStreamReader:
+        return AnthropicStreamReader()
 
 
 def _parse_response(body: Mapping[str, Any], provider: str) -> ModelResponse:

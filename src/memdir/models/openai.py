@@ -19,6 +19,7 @@ from memdir.messages import MessageFormatError, Msg, from_openai, repair_tool_pa
 from memdir.models._adapter import HttpChatModel, request_messages
 from memdir.models._base import ModelResponse, ToolSpec, Usage
 from memdir.models._http import RetryPolicy
+from memdir.models._openai_stream import OpenAIStreamReader
 from memdir.models._text_tools import with_text_tool_calls
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIChatModel"]
@@ -136,6 +137,14 @@ class OpenAIChatModel(HttpChatModel):
 
     def _parse(self, body: Mapping[str, Any], *, tools: Sequence[ToolSpec] | None) -> ModelResponse:
         return _parse_response(body, self.name, tool_names=[t.name for t in tools or ()])
+
+    def _stream_fields(self) -> dict[str, Any]:
+        # The usage arrives in a last chunk only when asked for; servers that do not know
+        # the option ignore it.
+        return {"stream": True, "stream_options": {"include_usage": True}}
+
+    def _stream_reader(self, tools: Sequence[ToolSpec] | None) -> OpenAIStreamReader:
+        return OpenAIStreamReader(guard_text_calls=bool(tools))
 
 
 def _parse_response(
