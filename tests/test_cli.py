@@ -154,6 +154,33 @@ def test_add_reindexes_the_ledger_it_wrote(root: Path) -> None:
     assert run(root, "add", "  ").exit_code == 1
 
 
+def test_add_refuses_a_huge_entry_whole_and_writes_nothing(root: Path) -> None:
+    from memdir._toolcore import MAX_ENTRY_CHARS
+    from memdir.tools import memory_add
+
+    ledgers = sorted((root / "memory").glob("*.md"))
+    before = {path: path.read_bytes() for path in ledgers}
+    huge = "a fact that goes on and on\n" * 200_000  # 5.4 MB piped to `memdir add -`
+    result = run(root, "add", "-", stdin=huge)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.strip() == (
+        f"Error: text is too long for one memory entry ({len(huge):,} characters; the limit is "
+        f"{MAX_ENTRY_CHARS:,}): save the facts worth remembering, not whole documents"
+    )
+    assert run(root, "add", "x" * (MAX_ENTRY_CHARS + 1)).exit_code == 1
+    assert memory_add(huge, workspace=root).startswith("Error: text is too long")
+    assert sorted((root / "memory").glob("*.md")) == ledgers
+    assert {path: path.read_bytes() for path in ledgers} == before
+    # A long list within the limit is still one add.
+    facts = "".join(f"fact number {i}\n" for i in range(1_000))
+    assert len(facts) < MAX_ENTRY_CHARS
+    listed = run(root, "add", "-", stdin=facts)
+    assert listed.exit_code == 0, listed.output
+    first, last = listed.stdout.strip().split("#L")[1].split("-L")
+    assert int(last) - int(first) + 1 == 1_000
+
+
 def test_get_with_a_bad_range_says_so(root: Path) -> None:
     result = run(root, "get", "MEMORY.md:abc")
     assert result.exit_code == 1
@@ -180,8 +207,9 @@ def test_mcp_without_the_package_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "mcp", None)  # makes `import mcp...` fail
     result = run(root, "mcp")
     assert result.exit_code == 1
-    assert result.stderr.splitlines()[-1] == (
-        "Error: the MCP server needs the 'mcp' package: pip install 'memdir[mcp]'"
+    # Nothing before the error: no "server on stdio" banner for a server that never ran.
+    assert result.stderr == (
+        "Error: the MCP server needs the 'mcp' package: pip install 'memdir[mcp]'\n"
     )
 
 

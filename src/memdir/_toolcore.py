@@ -29,6 +29,13 @@ logger = logging.getLogger("memdir.tools")
 
 MAX_QUERY_CHARS = 1_000
 MAX_ADD_CHARS = 8_000
+"""What the ``memory_add`` tool takes at once: a model saves facts, not documents."""
+MAX_ENTRY_CHARS = 32_000
+"""The largest text one add writes to a ledger (``memdir add``, the tool, MCP).
+
+Consolidation reads every new ledger entry, so an unbounded one (a file piped to
+``memdir add -``) would make every later run slow; a longer text is refused whole.
+"""
 MAX_PATH_CHARS = 1_000
 ADD_HEADER = "Memory Add"
 
@@ -231,15 +238,16 @@ def add_memory(ws: Workspace, text: str, *, redactor: Redactor | None = None) ->
     disk (the next search's refresh picks them up) and ``index_error`` says what happened.
 
     Raises:
-        ToolInputError: ``text`` is not text, is blank, or holds a NUL byte or a lone surrogate.
+        ToolInputError: ``text`` is not text, is blank, is longer than
+            :data:`MAX_ENTRY_CHARS`, or holds a NUL byte or a lone surrogate. Nothing is
+            written then.
     """
-    # No length cap here (the CLI may add a long list); the memory_add tool caps it.
-    check_text(
-        "text",
-        text,
-        max_chars=len(text) if isinstance(text, str) else 0,
-        hint="give the fact to remember",
-    )
+    if isinstance(text, str) and len(text) > MAX_ENTRY_CHARS:
+        raise ToolInputError(
+            f"text is too long for one memory entry ({len(text):,} characters; the limit is "
+            f"{MAX_ENTRY_CHARS:,}): save the facts worth remembering, not whole documents"
+        )
+    check_text("text", text, max_chars=MAX_ENTRY_CHARS, hint="give the fact to remember")
     masker = redactor if redactor is not None else _REDACTOR
     masked = sum(masker.findings(text).values())
     if masked:

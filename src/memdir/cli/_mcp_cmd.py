@@ -39,12 +39,13 @@ def mcp_cmd(
     Needs the optional 'mcp' package (pip install 'memdir[mcp]'). Logs go to stderr; on
     stdio, stdout carries the protocol. See docs/mcp.md for client setup.
     """
-    from memdir.mcp import serve
+    from memdir.mcp import _sdk, serve
 
     if not state.verbose:
         # The SDK logs every request at INFO; keep stderr for warnings unless -v was given.
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     ws = state.workspace(create=False)
+    _sdk()  # without the mcp package, the error is all that is printed
     where = "stdio" if transport == "stdio" else f"http://{host}:{port}/mcp"
     info(f"memdir MCP server on {where}; workspace {ws.root}")
     serve(ws, transport=transport, host=host, port=port, read_only=read_only)
