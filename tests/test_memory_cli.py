@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import select
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -134,3 +138,65 @@ def test_out_of_range_options_are_usage_errors(
 def test_bad_durations(text: str) -> None:
     with pytest.raises(ConfigError):
         parse_duration(text)
+
+
+def on_a_terminal(root: Path, tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    """Run ``memdir`` in a process whose stderr is a terminal: (exit code, stdout, stderr)."""
+    import pty
+
+    master, slave = pty.openpty()
+    stdout = tmp_path / "stdout.txt"
+    with stdout.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memdir", "-w", str(root), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=slave,
+            env={**os.environ, "MEMDIR_MODEL": "extractive", "COLUMNS": "120", "TERM": "xterm"},
+        )
+    os.close(slave)
+    chunks: list[bytes] = []
+    try:
+        while select.select([master], [], [], 120)[0]:
+            try:
+                data = os.read(master, 65_536)
+            except OSError:  # EIO: the process is gone and the terminal closed
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
+    code = proc.wait(timeout=120)
+    return code, stdout.read_text(encoding="utf-8"), b"".join(chunks).decode("utf-8", "replace")
+
+
+def backlog(root: Path) -> None:
+    """About 90 KB of new ledger text: two consolidation batches."""
+    ws = Workspace(root)
+    for block in range(10):
+        bullets = [
+            f"fact {block}-{i}: the gateway listens on port {8000 + i} " + "w" * 40
+            for i in range(100)
+        ]
+        append_bullets(ws, bullets, header="Memory Add")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX terminal")
+@pytest.mark.parametrize("command", [("consolidate",), ("maintain", "--once")])
+def test_a_long_consolidation_shows_its_batches_on_a_terminal(
+    root: Path, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    backlog(root)
+    code, out, err = on_a_terminal(root, tmp_path, *command, "--dry-run")
+    assert code == 0, err
+    assert "consolidating MEMORY.md: batch 2 of 2" in err
+    assert "would change MEMORY.md" in out  # the report itself is data, on stdout
+    # Never with --json, nor when stderr is not a terminal.
+    code, out, err = on_a_terminal(root, tmp_path, *command, "--dry-run", "--json")
+    assert code == 0 and err == ""
+    report = json.loads(out)
+    assert (report.get("consolidation") or report)["batches"] == 2
+    piped = run(root, *command)
+    assert piped.exit_code == 0, piped.output
+    assert "batch" not in piped.stderr and "consolidating" not in piped.stderr

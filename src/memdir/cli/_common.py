@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 
-from memdir.errors import WorkspaceError
+from memdir.errors import ConfigError, WorkspaceError
 from memdir.workspace import MEMORY_DIR, Workspace
 
 
@@ -44,6 +45,64 @@ class CliState:
 
 
 pass_state = click.make_pass_decorator(CliState, ensure=True)
+
+if TYPE_CHECKING:
+    _ParamType = click.ParamType[Any]
+else:  # click < 8.2 (still supported) has no generic ParamType
+    _ParamType = click.ParamType
+
+
+class ParsedType(_ParamType):
+    """A click parameter read by ``parse``; its :class:`ConfigError` is a usage error (exit 2).
+
+    Args:
+        name: what the help calls the value (``"duration"``).
+        parse: text to value; raises :class:`ConfigError` with what to write instead.
+    """
+
+    def __init__(self, name: str, parse: Callable[[str], object]) -> None:
+        self.name = name
+        self.parse = parse
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return ``value`` parsed, or fail with :class:`click.BadParameter`."""
+        if not isinstance(value, str):
+            return value  # a default, or already converted
+        try:
+            return self.parse(value)
+        except ConfigError as exc:
+            from_env = (
+                ctx is not None
+                and param is not None
+                and param.name is not None
+                and ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT
+            )
+            where = f" (from ${param.envvar})" if from_env and param is not None else ""
+            self.fail(f"{exc}{where}", param, ctx)
+
+
+def parse_context_window(text: str) -> int:
+    """``"8192"`` → ``8192``: a context window is a positive whole number of tokens."""
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit() and int(digits) > 0):
+        raise ConfigError(
+            f"the context window must be a positive whole number of tokens, such as 8192, "
+            f"not {text!r}"
+        )
+    return int(digits)
+
+
+context_window_option = click.option(
+    "--context-window",
+    "context_window",
+    type=ParsedType("tokens", parse_context_window),
+    envvar="MEMDIR_CONTEXT_WINDOW",
+    metavar="TOKENS",
+    help="The model's context window, for models memdir does not know (Ollama, llama.cpp: "
+    "what the server was started with); compaction and overflow recovery use it "
+    "[env MEMDIR_CONTEXT_WINDOW].",
+)
+"""The ``--context-window`` option shared by ``chat``, ``ingest`` and ``compact``."""
 
 EXIT_HELP = """\b
 Exit codes: 0 success · 1 error · 2 usage error · 130 interrupted.

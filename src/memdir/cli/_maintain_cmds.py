@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-from memdir.cli._common import CliState, echo_json, info, pass_state, plural
+from memdir.cli._common import (
+    CliState,
+    ParsedType,
+    echo_json,
+    info,
+    pass_state,
+    plural,
+    progress_bar,
+)
 from memdir.errors import ConfigError
 
 _JSON_HELP = "Print JSON on stdout instead of text."
@@ -38,29 +49,6 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(seconds=seconds)
 
 
-if TYPE_CHECKING:
-    _ParamType = click.ParamType[timedelta]
-else:  # click < 8.2 (still supported) has no generic ParamType
-    _ParamType = click.ParamType
-
-
-class DurationType(_ParamType):
-    """A click parameter read by :func:`parse_duration`; a bad value is a usage error."""
-
-    name = "duration"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> timedelta:
-        """Return ``value`` as a :class:`timedelta` or fail with :class:`click.BadParameter`."""
-        if isinstance(value, timedelta):
-            return value
-        try:
-            return parse_duration(str(value))
-        except ConfigError as exc:
-            self.fail(str(exc), param, ctx)
-
-
 # MemoryConsolidator's floor: a smaller MEMORY.md cannot hold even a few facts.
 _MIN_MEMORY_TOKENS = 50
 
@@ -72,6 +60,27 @@ def _consolidator(state: CliState, model_spec: str, max_tokens: int) -> Any:
     return MemoryConsolidator(
         state.workspace(create=False), model_from_string(model_spec), max_memory_tokens=max_tokens
     )
+
+
+@contextmanager
+def _showing_batches(consolidator: Any, *, as_json: bool, label: str) -> Iterator[None]:
+    """A progress bar of the consolidation batches, on a terminal and without --json only.
+
+    A long backlog takes one model call per batch; without it the command looks stuck.
+    """
+    with progress_bar(label, enabled=sys.stderr.isatty() and not as_json) as bar:
+        if bar is None:
+            yield
+            return
+
+        def batches(done: int, total: int) -> None:
+            bar(done, total, f"consolidating MEMORY.md: batch {min(done + 1, total)} of {total}")
+
+        consolidator.progress = batches
+        try:
+            yield
+        finally:
+            consolidator.progress = None
 
 
 def _result_dict(result: Any) -> dict[str, Any]:
@@ -126,8 +135,13 @@ def _print_consolidation(result: Any) -> None:
 def consolidate_cmd(
     state: CliState, dry_run: bool, model_spec: str, max_tokens: int, as_json: bool
 ) -> None:
-    """Merge new ledger entries into MEMORY.md now (the previous file goes to memory/.history/)."""
-    result = asyncio.run(_consolidator(state, model_spec, max_tokens).consolidate(dry_run=dry_run))
+    """Merge new ledger entries into MEMORY.md now (the previous file goes to memory/.history/).
+
+    A long backlog is sent to the model in batches; a progress bar shows them on a terminal.
+    """
+    consolidator = _consolidator(state, model_spec, max_tokens)
+    with _showing_batches(consolidator, as_json=as_json, label="consolidating"):
+        result = asyncio.run(consolidator.consolidate(dry_run=dry_run))
     if as_json:
         echo_json(_result_dict(result))
     else:
@@ -172,7 +186,7 @@ def _print_report(report: Any) -> None:
 @click.option("--once", is_flag=True, help="Run one pass and exit (the default).")
 @click.option(
     "--every",
-    type=DurationType(),
+    type=ParsedType("duration", parse_duration),
     metavar="DURATION",
     help="Run a pass every DURATION (6h, 30m…) until ^C.",
 )
@@ -217,14 +231,14 @@ def maintain_cmd(
     config = MaintenanceConfig(
         daily_file_retention_days=retention_days, session_retention_days=session_retention_days
     )
+    consolidator = _consolidator(state, model_spec, config.max_memory_tokens)
     scheduler = MemoryMaintenanceScheduler(
-        state.workspace(create=False),
-        _consolidator(state, model_spec, config.max_memory_tokens),
-        config=config,
+        state.workspace(create=False), consolidator, config=config
     )
     failed = False
     while True:
-        report = scheduler.run_once(dry_run=dry_run)
+        with _showing_batches(consolidator, as_json=as_json, label="maintenance"):
+            report = scheduler.run_once(dry_run=dry_run)
         failed = failed or bool(report.errors)
         if as_json:
             data = asdict(report)

@@ -136,8 +136,14 @@ class MemoryConsolidator:
         prompt: the system prompt, with ``{max_tokens}`` and ``{max_chars}`` placeholders.
         redactor: masks secrets in the new file (default :class:`memdir.redact.Redactor`).
         timeout: seconds to wait for each model call.
-        max_input_chars: new ledger content is sent in batches of about this size.
+        max_input_chars: the most new ledger text sent in one model call. A longer backlog
+            is sent in batches of about this size, one after another in the same run, each
+            applied on its own; a line longer than a quarter of the budget (or than this) is
+            sent clipped, with a pointer to its ledger, which keeps it whole.
         lease_ttl: how long the consolidation lease lasts without renewal.
+        progress: called as ``progress(done, total)`` with the batches of a run: once with
+            ``done=0`` before the first model call, then after each batch. Not called when
+            there is nothing new.
     """
 
     def __init__(
@@ -154,6 +160,7 @@ class MemoryConsolidator:
         timeout: float = 300.0,
         max_input_chars: int = 48_000,
         lease_ttl: timedelta = timedelta(minutes=15),
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         owner = "MemoryConsolidator"
         check_int(owner, "max_memory_tokens", max_memory_tokens, minimum=50)
@@ -182,6 +189,9 @@ class MemoryConsolidator:
         self.timeout = check_number(owner, "timeout", timeout)
         self.max_input_chars = check_int(owner, "max_input_chars", max_input_chars, minimum=1_000)
         self.lease_ttl = check_duration(owner, "lease_ttl", lease_ttl)
+        self.progress: Callable[[int, int], None] | None = check_callable(
+            owner, "progress", progress
+        )
 
     async def consolidate(self, *, dry_run: bool = False) -> ConsolidationResult:
         """Merge what the ledgers gained since the last run into ``MEMORY.md``.
@@ -219,11 +229,18 @@ class MemoryConsolidator:
         slices = read_new_slices(ws, state, max_chars=self.max_input_chars)
         if not slices:
             return self._result(run, current, skipped="nothing_new", dry_run=dry_run)
-        for batch in _batches(slices, self.max_input_chars):
+        batches = _batches(slices, self.max_input_chars)
+        self._report(0, len(batches))
+        for done, batch in enumerate(batches, start=1):
             skipped, current = await self._batch(lease, state, batch, current, run, dry_run)
             if skipped is not None:
                 return self._result(run, current, skipped=skipped, dry_run=dry_run)
+            self._report(done, len(batches))
         return self._result(run, current, skipped=None, dry_run=dry_run)
+
+    def _report(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(done, total)
 
     async def _batch(
         self,
@@ -247,7 +264,14 @@ class MemoryConsolidator:
                 state.save(ws)
             run.batches += 1
             return None, current
-        entries_text = "\n\n".join(f"### {s.name}\n{s.text.strip()}" for s in batch)
+        # Long lines are sent clipped, as their entries are: a line longer than a batch makes
+        # a batch of its own, and no call may carry much more than max_input_chars of ledger.
+        line_limit = min(limit, self.max_input_chars)
+        entries_text = "\n\n".join(
+            f"### {s.name}\n"
+            + "\n".join(_clip(line, line_limit, s.rel) for line in s.text.strip().split("\n"))
+            for s in batch
+        )
         request = consolidation_request(
             current=current, entries_text=entries_text, entries=entries, max_chars=self.max_chars
         )
