@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from memdir._toolcore import close_shared_indexes
 from memdir.cli import _chat_cmd, cli
+from memdir.cli._chat_cmd import ChatRepl
 from memdir.errors import ModelError
 from memdir.messages import SUMMARY_NAME, Msg, ToolUseBlock
 from memdir.models import ExtractiveModel
@@ -57,7 +58,7 @@ def _chat(
     *args: str,
 ) -> tuple[int, str, str, FakeAgentModel]:
     fake = fake or FakeAgentModel()
-    monkeypatch.setattr(_chat_cmd, "build_model", lambda spec, base_url: fake.model)
+    monkeypatch.setattr(_chat_cmd, "build_model", lambda spec, base_url, **_: fake.model)
     ws = tmp_path / "ws"
     if not (ws / "memory").exists():
         CliRunner().invoke(cli, ["-w", str(ws), "add", "Decision: move the shop to PostgreSQL 16"])
@@ -154,3 +155,36 @@ def test_a_model_must_be_chosen(tmp_path: Path) -> None:
         cli, ["-w", str(tmp_path / "ws"), "chat"], input="", env={"MEMDIR_MODEL": "nosuch:x"}
     )
     assert result.exit_code == 1 and "unknown model provider" in result.stderr
+
+
+def test_context_window_reaches_the_chat_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A local server has no known window: the option gives the agent's compaction one.
+    seen: list[ChatRepl] = []
+    monkeypatch.setattr(_chat_cmd.ChatRepl, "run", lambda self, lines: seen.append(self))
+    ws = str(tmp_path / "ws")
+    for args, env in [
+        (["--context-window", "8192"], {}),
+        ([], {"MEMDIR_CONTEXT_WINDOW": "8192"}),
+    ]:
+        result = CliRunner().invoke(
+            cli, ["-w", ws, "chat", "--model", "ollama:llama3.1", *args], input="", env=env
+        )
+        assert result.exit_code == 0, result.output
+    unknown = CliRunner().invoke(cli, ["-w", ws, "chat", "--model", "ollama:llama3.1"], input="")
+    assert unknown.exit_code == 0, unknown.output
+    assert [repl.agent.model.context_window for repl in seen] == [8192, 8192, None]
+    hook = seen[0].agent.compaction_hook
+    assert hook is not None and hook.compactor.context_window == 8192
+    bad = CliRunner().invoke(
+        cli, ["-w", ws, "chat", "--model", "extractive", "--context-window", "0"]
+    )
+    assert bad.exit_code == 2 and "positive whole number of tokens" in bad.stderr
+
+
+def test_model_help_says_it_is_the_model_you_chat_with() -> None:
+    result = CliRunner().invoke(cli, ["chat", "--help"])
+    help_text = " ".join(result.stdout.split())
+    assert "--model SPEC The model you chat with; it also writes the summaries" in help_text
+    assert "--context-window TOKENS" in help_text

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
 from memdir.cli import cli
@@ -188,3 +189,83 @@ def test_a_file_gets_its_own_log_not_the_chat_session(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "sessions/compact-chat.log.jsonl" in res.stderr
     assert not (root / "sessions" / "chat.log.jsonl").exists()  # `memdir chat`'s default
+
+
+def test_a_relative_path_is_found_in_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The documented form `memdir -w WS compact sessions/<id>.log.jsonl`, run from elsewhere.
+    root = tmp_path / "ws"
+    msgs = [Msg.user(f"note {i}: keep port 8443 for the gateway") for i in range(30)]
+    SessionLog(Workspace(root), "s7").append(msgs)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    args = ("--trigger-messages", "10", "--keep-messages", "5", "--json")
+    res = run(root, "compact", "sessions/s7.log.jsonl", *args)
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["compacted"] is True and data["session_id"] == "s7"  # the log's own session
+    assert not (elsewhere / "sessions").exists()
+    # A file of that name in the current directory wins: it is what the user typed.
+    (elsewhere / "sessions").mkdir()
+    (elsewhere / "sessions" / "s7.log.jsonl").write_text(
+        json.dumps(openai_conversation(2)), encoding="utf-8"
+    )
+    local = json.loads(run(root, "compact", "sessions/s7.log.jsonl", "--dry-run", "--json").stdout)
+    assert local["before"]["messages"] == 9
+    missing = run(root, "compact", "sessions/nope.log.jsonl")
+    assert missing.exit_code == 1
+    assert missing.stderr.strip() == (
+        "Error: transcript not found: sessions/nope.log.jsonl (neither in the current "
+        f"directory nor in the workspace {root})"
+    )
+    # The workspace lookup never leads out of it: ../outside.json is tmp/outside.json from
+    # the workspace, but the user typed it relative to the cwd, where there is none.
+    (tmp_path / "outside.json").write_text(json.dumps(openai_conversation(10)), encoding="utf-8")
+    (tmp_path / "b" / "c").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "b" / "c")
+    escape = run(root, "compact", "../outside.json", "--force", "--json")
+    assert escape.exit_code == 1
+    assert escape.stderr.strip() == "Error: transcript not found: ../outside.json"
+    assert not (root / "sessions" / "compact-outside.log.jsonl").exists()
+
+
+def test_context_window_sets_the_hard_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Below both triggers; only a window as small as the local server's forces a compaction.
+    src = tmp_path / "chat.json"
+    src.write_text(json.dumps(openai_conversation(10)), encoding="utf-8")
+    root = tmp_path / "ws"
+
+    def reason(*args: str) -> Any:
+        res = run(root, "compact", str(src), "--dry-run", "--json", *args)
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)["reason"]
+
+    assert reason() is None
+    assert reason("--context-window", "1000") == "hard_limit"
+    monkeypatch.setenv("MEMDIR_CONTEXT_WINDOW", "1000")
+    assert reason() == "hard_limit"
+    assert reason("--context-window", "200000") is None  # the option wins over the variable
+    res = run(root, "compact", str(src), "--context-window", "1000", "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["compacted"] is True
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "8k", "1.5", ""])
+def test_a_bad_context_window_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    src = tmp_path / "chat.json"
+    src.write_text(json.dumps(openai_conversation(2)), encoding="utf-8")
+    res = run(tmp_path / "ws", "compact", str(src), "--context-window", value)
+    assert res.exit_code == 2
+    assert (
+        "Invalid value for '--context-window': the context window must be a positive whole "
+        f"number of tokens, such as 8192, not {value!r}"
+    ) in res.stderr
+    env = CliRunner().invoke(
+        cli,
+        ["-w", str(tmp_path / "ws"), "compact", str(src)],
+        env={"MEMDIR_CONTEXT_WINDOW": "zero"},
+    )
+    assert env.exit_code == 2 and "not 'zero' (from $MEMDIR_CONTEXT_WINDOW)" in env.stderr

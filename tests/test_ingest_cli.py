@@ -100,7 +100,7 @@ def test_only_bad_paths_leave_memory_md_alone(tmp_path: Path) -> None:
 def test_an_empty_directory_is_an_error(tmp_path: Path) -> None:
     code, _, err = _run("-w", str(tmp_path / "ws"), "ingest", str(tmp_path))
     assert code == 1
-    assert err.strip().endswith(f"Error: no transcript files (*.json, *.jsonl) in {tmp_path}")
+    assert f"Error: no transcript files (*.json, *.jsonl) in {tmp_path}" in err.splitlines()
 
 
 def test_options_are_checked(tmp_path: Path) -> None:
@@ -136,3 +136,70 @@ def test_session_id_option(tmp_path: Path) -> None:
     assert (ws / "sessions" / "old-chat.log.jsonl").is_file()
     code, _, err = _run("-w", str(ws), "ingest", BILLING, "--session-id", "a/b")
     assert code == 1 and "invalid session id" in err
+
+
+def test_files_of_the_wrong_kind_say_what_was_expected_and_found(tmp_path: Path) -> None:
+    obj = tmp_path / "export.json"
+    obj.write_text(json.dumps({"version": 2, "conversations_count": 3}), encoding="utf-8")
+    binary = tmp_path / "photo.jsonl"
+    binary.write_bytes(b"\xef\xbb\xbf" + b'{"a": 1}\n' + bytes([0xA4, 0x00, 0xFF]))
+    prose = tmp_path / "notes.json"
+    prose.write_text("just some notes\nmore notes\n", encoding="utf-8")
+    records = tmp_path / "events.jsonl"
+    records.write_text('{"event": "start"}\n{"event": "stop"}\n', encoding="utf-8")
+    code, _, err = _run(
+        "-w", str(tmp_path / "ws"), "ingest", str(obj), str(binary), str(prose), str(records)
+    )
+    assert code == 1
+    expected = (
+        "expected a list of messages in OpenAI or Anthropic format (or an object with a "
+        "'messages' list), a memdir session log or a Claude Code session"
+    )
+    errors = [line for line in err.splitlines() if line.startswith("Error: ")]
+    assert errors == [
+        f"Error: {obj}: a JSON object (keys 'version', 'conversations_count'), not a list of "
+        f"messages or a known export format; {expected}",
+        f"Error: {binary}: not a text file (invalid UTF-8 at byte 12)",
+        f"Error: {prose}: no messages found: the file is not JSON or JSON Lines; {expected}",
+        f"Error: {records}: no messages found: none of its 2 JSON lines is a message; {expected}",
+    ]
+    assert "codec" not in err and "JSON Lines format" not in err
+
+
+def test_errors_come_before_the_totals(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}", encoding="utf-8")
+    code, _, err = _run("-w", str(tmp_path / "ws"), "ingest", str(bad), CHINESE)
+    assert code == 1
+    lines = err.splitlines()
+    assert lines[-2].startswith("1 file, ") and lines[-1].startswith("MEMORY.md: ")
+    assert lines[-3].startswith(f"Error: {bad}: an empty JSON object")
+    code, out, err = _run("-w", str(tmp_path / "ws2"), "ingest", str(bad), CHINESE, "--json")
+    assert code == 1 and json.loads(out)["ok"] is False
+    assert err.startswith(f"Error: {bad}: an empty JSON object")
+
+
+def test_context_window_lets_a_small_local_model_compact(tmp_path: Path) -> None:
+    # ~5,500 tokens: no compaction without a window, two with a 4,000-token one.
+    session = str(EXAMPLES / "coupon-api.claude-code.jsonl")
+
+    def compactions(ws: str, *args: str, env: dict[str, str] | None = None) -> int:
+        code, out, err = _run(
+            "-w",
+            str(tmp_path / ws),
+            "ingest",
+            session,
+            "--trigger-messages",
+            "0",
+            "--json",
+            *args,
+            env=env,
+        )
+        assert code == 0, err
+        return int(json.loads(out)["totals"]["compactions"])
+
+    assert compactions("plain") == 0
+    assert compactions("option", "--context-window", "4000") > 0
+    assert compactions("env", env={"MEMDIR_CONTEXT_WINDOW": "4000"}) > 0
+    code, _, err = _run("-w", str(tmp_path / "x"), "ingest", session, "--context-window", "-1")
+    assert code == 2 and "positive whole number of tokens" in err

@@ -33,6 +33,11 @@ __all__ = ["Transcript", "TranscriptFormat", "load_transcript", "session_id_for"
 TranscriptFormat = Literal["memdir", "openai", "anthropic", "claude-code"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_BOM = b"\xef\xbb\xbf"
+_EXPECTED = (
+    "a list of messages in OpenAI or Anthropic format (or an object with a 'messages' list), "
+    "a memdir session log or a Claude Code session"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,11 +77,18 @@ def load_transcript(path: str | os.PathLike[str]) -> Transcript:
         raise MemdirError(f"transcript path must be a str or a path, not {type(path).__name__}")
     source = Path(path)
     try:
-        raw = source.read_text(encoding="utf-8-sig")
+        data = source.read_bytes()
     except FileNotFoundError:
         raise MemdirError(f"transcript not found: {source}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise MemdirError(f"cannot read transcript {source}: {exc}") from exc
+    bom = len(_BOM) if data.startswith(_BOM) else 0
+    try:
+        raw = data[bom:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemdirError(
+            f"{source}: not a text file (invalid UTF-8 at byte {bom + exc.start})"
+        ) from None
     stem = source.name.split(".")[0] or source.name
     text = raw.strip()
     if not text:
@@ -92,7 +104,16 @@ def load_transcript(path: str | os.PathLike[str]) -> Transcript:
     ):
         return _from_document(document, source, stem)
     if isinstance(document, dict):  # one record or event, maybe pretty-printed
-        return _from_lines(json.dumps(document), source, stem)
+        try:
+            return _from_lines(json.dumps(document), source, stem)
+        except MemdirError:
+            keys = ", ".join(repr(k[:40]) for k in list(document)[:5])
+            keys += ", ..." if len(document) > 5 else ""
+            found = f"a JSON object (keys {keys})" if keys else "an empty JSON object"
+            raise MemdirError(
+                f"{source}: {found}, not a list of messages or a known export format; "
+                f"expected {_EXPECTED}"
+            ) from None
     return _from_lines(raw, source, stem)
 
 
@@ -195,7 +216,13 @@ def _from_lines(raw: str, source: Path, stem: str) -> Transcript:
         seen.add(msg.id)
         msgs.append(msg)
     if not msgs:
-        raise MemdirError(f"{source}: no messages found (unknown JSON Lines format)")
+        parsed = sum(1 for _, obj in records if obj is not None)
+        found = (
+            "the file is not JSON or JSON Lines"
+            if not parsed
+            else f"none of its {parsed} JSON lines is a message"
+        )
+        raise MemdirError(f"{source}: no messages found: {found}; expected {_EXPECTED}")
     return Transcript(
         source=str(source),
         session_id=session_id_for(stem),

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from memdir.cli._common import CliState, err_console, out_console, pass_state
+from memdir.cli._common import (
+    CliState,
+    context_window_option,
+    err_console,
+    out_console,
+    pass_state,
+)
 from memdir.cli._ingest_cmd import base_url_option, build_model, model_option
 from memdir.errors import MemdirError
 from memdir.messages import SUMMARY_NAME
@@ -36,6 +42,12 @@ HELP = """\
 /exit           leave (Ctrl-D too)"""
 
 _CLIP = 160
+
+MODEL_HELP = (
+    'The model you chat with; it also writes the summaries and the memory notes: "openai:<model>", '
+    '"anthropic:<model>", "ollama:<model>"..., or "extractive" (offline; it only quotes the '
+    "conversation back) [env MEMDIR_MODEL]"
+)
 
 
 def _clip(text: str, limit: int = _CLIP) -> str:
@@ -296,8 +308,9 @@ def _lines(stream: Any) -> Iterator[str]:
 
 
 @click.command("chat")
-@model_option(None)
+@model_option(None, help=MODEL_HELP)
 @base_url_option
+@context_window_option
 @click.option(
     "--session-id",
     default="chat",
@@ -307,7 +320,11 @@ def _lines(stream: Any) -> Iterator[str]:
 )
 @pass_state
 def chat_cmd(
-    state: CliState, model_spec: str | None, base_url: str | None, session_id: str
+    state: CliState,
+    model_spec: str | None,
+    base_url: str | None,
+    context_window: int | None,
+    session_id: str,
 ) -> None:
     """Talk to an agent whose memory is this workspace.
 
@@ -331,7 +348,7 @@ def chat_cmd(
             "anthropic:claude-sonnet-4-5, ollama:llama3.1, or extractive (offline; it only "
             "quotes the conversation back)"
         )
-    model = build_model(model_spec, base_url)
+    model = build_model(model_spec, base_url, context_window=context_window)
     agent = HarnessAgent(
         name="chat", model=model, workspace=state.workspace(), session_id=session_id
     )

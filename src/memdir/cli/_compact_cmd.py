@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memdir.cli._common import CliState, echo_json, info, pass_state
+from memdir.cli._common import CliState, context_window_option, echo_json, info, pass_state
 from memdir.errors import MemdirError
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ __all__ = ["compact_cmd"]
     show_default=True,
     help='Summary model: "extractive" (offline, no LLM) or e.g. "openai:gpt-4o-mini".',
 )
+@context_window_option
 @click.option(
     "--trigger-messages",
     type=click.IntRange(min=0),
@@ -74,6 +75,7 @@ def compact_cmd(
     state: CliState,
     session_file: Path,
     model_spec: str,
+    context_window: int | None,
     trigger_messages: int,
     trigger_tokens: int,
     keep_messages: int,
@@ -86,21 +88,23 @@ def compact_cmd(
     """Compact the conversation in SESSION_FILE.
 
     SESSION_FILE is a memdir session log (sessions/<id>.log.jsonl) or a JSON list of messages
-    in OpenAI or Anthropic format. The summarised messages are appended to the workspace's
+    in OpenAI or Anthropic format; a relative path not found in the current directory is
+    looked up in the workspace. The summarised messages are appended to the workspace's
     session log first (messages already there are not written twice), then replaced by one
     summary that names the log lines holding them. Prints the summary (or, with --json, the
     counts, the log span and the compacted messages). Message counts include system messages
     (the triggers do not count them). Nothing to summarise is not an error; exit code 1 if the
     summary failed, and the conversation is then left as it was.
     """
+    from memdir.cli._ingest_cmd import build_model
     from memdir.compaction import CompactionConfig, CompactionEvent, ConversationCompactor
     from memdir.messages import msgs_to_json
-    from memdir.models import model_from_string
     from memdir.transcripts import load_transcript, session_id_for
-    from memdir.workspace import SESSIONS_DIR, atomic_write
+    from memdir.workspace import SESSIONS_DIR, atomic_write, resolve_workspace_root
 
     if trigger_messages and keep_messages >= trigger_messages:
         raise click.UsageError("--keep-messages must be smaller than --trigger-messages")
+    session_file = _locate(session_file, resolve_workspace_root(state.workspace_arg))
     transcript = load_transcript(session_file)
     ws = state.workspace()
     sid = session_id
@@ -120,7 +124,7 @@ def compact_cmd(
         trigger_tokens=trigger_tokens,
         keep_messages=keep_messages,
     )
-    model = model_from_string(model_spec)
+    model = build_model(model_spec, None, context_window=context_window)
     comp = ConversationCompactor(model, ws, config)
     plan = comp.plan(msgs, force=force)
     size = _size(msgs)
@@ -204,6 +208,29 @@ def compact_cmd(
         info(f"nothing to compact: {size}, ~{plan.tokens:,} tokens (use --force)")
     if failed is not None:
         raise MemdirError(f"compaction failed: {failed.reason}")
+
+
+def _locate(path: Path, root: Path) -> Path:
+    """``path`` as typed, or the same relative path in the workspace ``root``.
+
+    The workspace is tried only for a relative path missing from the current directory, and
+    only if it stays inside the workspace: ``../x`` means the cwd's parent, nothing else.
+    """
+    if path.is_absolute() or path.exists():
+        return path
+    candidate = root / path
+    try:
+        inside = candidate.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        inside = False
+    if inside and candidate.exists():
+        return candidate
+    if inside and root.is_dir():
+        raise MemdirError(
+            f"transcript not found: {path} (neither in the current directory nor in the "
+            f"workspace {root})"
+        )
+    return path
 
 
 def _quiet_library_warnings() -> None:

@@ -12,6 +12,7 @@ import click
 from memdir.cli._common import (
     CliState,
     ProgressUpdate,
+    context_window_option,
     echo_json,
     err_console,
     pass_state,
@@ -34,8 +35,10 @@ MODEL_HELP = (
 )
 
 
-def model_option(default: str | None) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """The ``--model`` option shared by ``ingest`` and ``chat``."""
+def model_option(
+    default: str | None, *, help: str = MODEL_HELP
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """The ``--model`` option shared by ``ingest`` and ``chat`` (``help`` says what it does)."""
     return click.option(
         "--model",
         "model_spec",
@@ -43,7 +46,7 @@ def model_option(default: str | None) -> Callable[[Callable[..., None]], Callabl
         default=default,
         show_default=default is not None,
         metavar="SPEC",
-        help=MODEL_HELP,
+        help=help,
     )
 
 
@@ -54,18 +57,25 @@ base_url_option = click.option(
 )
 
 
-def build_model(spec: str, base_url: str | None) -> ChatModel:
-    """The model named by ``spec`` (see :func:`memdir.models.model_from_string`)."""
+def build_model(spec: str, base_url: str | None, *, context_window: int | None = None) -> ChatModel:
+    """The model named by ``spec`` (see :func:`memdir.models.model_from_string`).
+
+    ``context_window`` (``--context-window``) overrides what memdir knows of the model's
+    window, or gives one to a model it does not know.
+    """
     from memdir.models import model_from_string
 
-    if not base_url:
-        return model_from_string(spec)
-    if spec.strip().lower() == "extractive":
-        raise ConfigError(
-            "--base-url needs a model served over HTTP: use --model openai:<name> (any "
-            "OpenAI-compatible server) or anthropic:<name>"
-        )
-    return model_from_string(spec, base_url=base_url)
+    options: dict[str, object] = {}
+    if context_window is not None:
+        options["context_window"] = context_window
+    if base_url:
+        if spec.strip().lower() == "extractive":
+            raise ConfigError(
+                "--base-url needs a model served over HTTP: use --model openai:<name> (any "
+                "OpenAI-compatible server) or anthropic:<name>"
+            )
+        options["base_url"] = base_url
+    return model_from_string(spec, **options)
 
 
 def _ingest_progress(update: ProgressUpdate | None) -> Callable[[IngestProgress], None] | None:
@@ -84,6 +94,7 @@ def _ingest_progress(update: ProgressUpdate | None) -> Callable[[IngestProgress]
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @model_option("extractive")
 @base_url_option
+@context_window_option
 @click.option(
     "--session-id",
     metavar="ID",
@@ -111,6 +122,7 @@ def ingest_cmd(
     files: tuple[Path, ...],
     model_spec: str,
     base_url: str | None,
+    context_window: int | None,
     session_id: str | None,
     trigger_messages: int,
     keep_messages: int,
@@ -137,7 +149,7 @@ def ingest_cmd(
 
     if trigger_messages and keep_messages >= trigger_messages:
         raise click.UsageError("--keep-messages must be smaller than --trigger-messages")
-    model = build_model(model_spec, base_url)
+    model = build_model(model_spec, base_url, context_window=context_window)
     ws = state.workspace()
     config = CompactionConfig(trigger_messages=trigger_messages, keep_messages=keep_messages)
     with progress_bar("ingesting", enabled=sys.stderr.isatty() and not as_json) as bar:
@@ -152,19 +164,30 @@ def ingest_cmd(
         )
     if as_json:
         echo_json(report.to_dict())
+        for line in _error_lines(report):
+            err_console.print(line, markup=False)
     else:
         print_report(report)
-    for failure in report.failures:
-        # Most errors already name their file; print it once.
-        reason = failure.error.removeprefix(f"{failure.source}: ")
-        line = reason if failure.source in reason else f"{failure.source}: {reason}"
-        click.echo(f"Error: {line}", err=True)
     if report.failures:
         raise SystemExit(1)
 
 
+def _error_lines(report: IngestReport) -> list[str]:
+    """One ``Error: FILE: why`` line per file that could not be ingested."""
+    lines = []
+    for failure in report.failures:
+        # Most errors already name their file; print it once.
+        reason = failure.error.removeprefix(f"{failure.source}: ")
+        line = reason if failure.source in reason else f"{failure.source}: {reason}"
+        lines.append(f"Error: {line}")
+    return lines
+
+
 def print_report(report: IngestReport, *, console: Console | None = None) -> None:
-    """The summary table and the MEMORY.md line (on stderr unless ``console`` says otherwise)."""
+    """The summary table, the errors, then the totals and the MEMORY.md line.
+
+    On stderr unless ``console`` says otherwise.
+    """
     from rich.console import Console
     from rich.table import Table
 
@@ -198,6 +221,8 @@ def print_report(report: IngestReport, *, console: Console | None = None) -> Non
                 out.print(f"Warning: {Path(s.source).name}: {warning}", markup=False)
         if written:
             out.print("facts written to " + ", ".join(sorted(written)), markup=False)
+    for line in _error_lines(report):  # before the totals, which end the report
+        out.print(line, markup=False)
     cons = report.consolidation
     if cons is None:
         why = "--no-consolidate" if report.sessions else "nothing was ingested"
