@@ -22,7 +22,6 @@ transcript carries times (memdir logs, Claude Code), else under today. See ``doc
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from typing import Any
 
 from memdir._ingest_prepare import Prepared, allocate_session_id, prepare
 from memdir._ingest_replay import ReplayClock, Replayer, SessionOutcome
+from memdir._sync import run_sync
 from memdir.compaction import CompactionConfig
 from memdir.errors import ConfigError, MemdirError
 from memdir.eviction import ToolResultEvictionConfig
@@ -337,8 +337,16 @@ async def ingest(
 
 
 def ingest_sync(paths: Iterable[str | os.PathLike[str]], **kwargs: Any) -> IngestReport:
-    """:func:`ingest` for synchronous code (same arguments); not inside a running event loop."""
-    return asyncio.run(ingest(paths, **kwargs))
+    """:func:`ingest` for synchronous code (same arguments).
+
+    Raises:
+        ConfigError: called inside a running event loop (``await ingest(...)`` there).
+    """
+    return run_sync(
+        ingest(paths, **kwargs),
+        name="ingest_sync",
+        instead="use `await ingest(...)` there",
+    )
 
 
 async def _finish(

@@ -33,6 +33,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memdir._sync import run_sync
 from memdir.errors import ConfigError
 from memdir.memory._checks import check_callable, check_duration, check_int
 from memdir.memory._lease import Lease
@@ -231,9 +232,16 @@ class MemoryMaintenanceScheduler:
     def run_once(self, *, dry_run: bool = False) -> MaintenanceReport:
         """Run archive → consolidate → prune → reindex now, on this thread.
 
-        From async code use :meth:`arun_once` instead.
+        Raises:
+            ConfigError: called inside a running event loop; use ``await`` :meth:`arun_once`
+                there (or ``await asyncio.to_thread(scheduler.run_once)``).
         """
-        return asyncio.run(self.arun_once(dry_run=dry_run))
+        return run_sync(
+            self.arun_once(dry_run=dry_run),
+            name="run_once",
+            instead="use `await scheduler.arun_once()` there "
+            "(or `await asyncio.to_thread(scheduler.run_once)`)",
+        )
 
     async def arun_once(self, *, dry_run: bool = False) -> MaintenanceReport:
         """Async form of :meth:`run_once`."""
