@@ -2,7 +2,8 @@
 
 A bullet is a list item (``-``, ``*``, ``+``, ``•`` or ``1.``) plus its indented continuation
 lines. Comparison uses :func:`memdir.ledger.normalize_bullet`; "the same fact reworded" is
-decided by word overlap, so that an updated fact counts as *changed*, not as removed + added.
+decided by word overlap, and "the same fact updated" by :mod:`memdir.models._supersede`, so
+that an updated fact counts as *changed*, not as removed + added.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from memdir.ledger import normalize_bullet
+from memdir.models._supersede import superseded_pairs
 
 __all__ = [
     "Bullet",
@@ -147,7 +149,9 @@ def diff_entries(old: Iterable[str], new: Iterable[str]) -> EntryDiff:
     """Compare bullet texts: exact (normalized) matches, rewordings (changed), the rest.
 
     An old bullet counts as *changed* when at least half of its words appear in one new
-    bullet that has no exact counterpart (several old bullets may merge into one new one).
+    bullet that has no exact counterpart (several old bullets may merge into one new one),
+    or when such a new bullet supersedes it ("batch size changed to 2,000 (was 5,000)"
+    replaces "the backfill runs in batches of 5,000 rows").
     """
     old_list = _unique(old)
     new_list = _unique(new)
@@ -156,9 +160,7 @@ def diff_entries(old: Iterable[str], new: Iterable[str]) -> EntryDiff:
     gone = [t for t in old_list if normalize_bullet(t) not in new_keys]
     fresh = [t for t in new_list if normalize_bullet(t) not in old_keys]
     fresh_tokens = [(t, tokens(t)) for t in fresh]
-    changed: list[tuple[str, str]] = []
-    removed: list[str] = []
-    replacements: set[str] = set()
+    pairs: dict[str, str] = {}
     for text in gone:
         mine = tokens(text)
         best, best_score = None, 0.0
@@ -167,10 +169,12 @@ def diff_entries(old: Iterable[str], new: Iterable[str]) -> EntryDiff:
             if score > best_score:
                 best, best_score = candidate, score
         if best is not None and best_score >= _SIMILAR:
-            changed.append((text, best))
-            replacements.add(best)
-        else:
-            removed.append(text)
+            pairs[text] = best
+    if fresh:
+        pairs.update(superseded_pairs([t for t in gone if t not in pairs], fresh))
+    changed = [(t, pairs[t]) for t in gone if t in pairs]
+    removed = [t for t in gone if t not in pairs]
+    replacements = set(pairs.values())
     added = tuple(t for t in fresh if t not in replacements)
     return EntryDiff(
         added=added,

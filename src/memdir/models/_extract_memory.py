@@ -24,6 +24,7 @@ from memdir.models._extract import (
 )
 from memdir.models._extract_dates import resolve_dates
 from memdir.models._extract_signals import KEEP, fact_score
+from memdir.models._supersede import Updates
 
 __all__ = ["CANNED_PREFIX", "NO_REPLY", "STANDARD_SECTIONS", "consolidate", "extract_facts"]
 
@@ -343,11 +344,13 @@ def consolidate(current: str, entries: Iterable[str], max_chars: int | None = No
     """A complete new MEMORY.md: ``current`` merged with new ledger ``entries`` (oldest first).
 
     Bullets are deduplicated by normalised text; a new entry replaces a near-duplicate older
-    one (newest wins); new entries are filed under Preferences / People / Decisions /
-    Projects / Facts. Prose the user wrote is kept. Over ``max_chars``, bullets are dropped
-    lowest priority first: the section's weight (Facts 1, Projects and Decisions 2,
-    Preferences and People 3), +1 when marked important ("always", 重要…), +2 when these
-    entries brought or restated it — so a full file still takes in new facts, and the
+    one (newest wins), and an update replaces, in its place, each fact it supersedes ("batch
+    size changed to 2,000 (was 5,000)" replaces "batches of 5,000 rows", see
+    :mod:`memdir.models._supersede`); other new entries are filed under Preferences /
+    People / Decisions / Projects / Facts. Prose the user wrote is kept. Over ``max_chars``,
+    bullets are dropped lowest priority first: the section's weight (Facts 1, Projects and
+    Decisions 2, Preferences and People 3), +1 when marked important ("always", 重要…), +2
+    when these entries brought or restated it — so a full file still takes in new facts, and the
     oldest go first within a priority. An entry longer than a quarter of ``max_chars`` is
     clipped to its head with an ellipsis.
     """
@@ -362,6 +365,9 @@ def consolidate(current: str, entries: Iterable[str], max_chars: int | None = No
                 items.remove(item)  # exact repeat inside MEMORY.md
             else:
                 index[key] = item
+    updates = Updates()
+    for key, item in index.items():
+        updates.add(key, item.text)
     rank = max((i.rank for i in index.values()), default=0)
     # One entry may not take more than a share of the budget: a huge one is kept by its head
     # rather than dropped whole, which would leave nothing of it and stall the next runs.
@@ -374,22 +380,43 @@ def consolidate(current: str, entries: Iterable[str], max_chars: int | None = No
         if not key:
             continue
         rank += 1
+        stale = [index[k] for k in updates.superseded_by(text) if k != key]
         if key in index:
             index[key].rank, index[key].new = rank, True
-            continue
-        similar = next((i for i in index.values() if near_duplicate(i.text, text)), None)
-        if similar is not None:
-            del index[normalize_bullet(similar.text)]
-            similar.text, similar.rank, similar.new = text, rank, True
-            index[key] = similar
-            continue
-        item = _Item(text, bullet=True, rank=rank, new=True)
-        doc.sections.setdefault(_classify(text), []).append(item)
-        index[key] = item
+        else:
+            similar = next((i for i in index.values() if near_duplicate(i.text, text)), None)
+            if similar is None and stale:
+                similar = stale[0]  # the update takes the place of the fact it replaces
+            if similar is not None:
+                old_key = normalize_bullet(similar.text)
+                del index[old_key]
+                updates.discard(old_key)
+                similar.text, similar.rank, similar.new = text, rank, True
+                index[key] = similar
+            else:
+                item = _Item(text, bullet=True, rank=rank, new=True)
+                doc.sections.setdefault(_classify(text), []).append(item)
+                index[key] = item
+            updates.add(key, text)
+        for item in stale:
+            if item is not index[key]:
+                _drop(doc, index, updates, item)
     rendered = _render(doc)
     if max_chars is None or len(rendered) <= max_chars:
         return rendered
     return _fit(doc, max_chars)
+
+
+def _drop(doc: _Doc, index: dict[str, _Item], updates: Updates, item: _Item) -> None:
+    """Remove a superseded bullet from the file and from the lookups."""
+    key = normalize_bullet(item.text)
+    index.pop(key, None)
+    updates.discard(key)
+    for items in doc.sections.values():
+        for i, other in enumerate(items):
+            if other is item:
+                del items[i]
+                return
 
 
 def _fit(doc: _Doc, max_chars: int) -> str:
