@@ -60,7 +60,7 @@ async def never_answers(call: ModelCall) -> str:
         (ScriptedModel([ModelError("HTTP 503", status_code=503)]), {}, "ModelError"),
         (ScriptedModel([RuntimeError("connection reset")]), {}, "connection reset"),
         (ScriptedModel(["   \n"]), {}, "empty answer"),
-        (FunctionModel(never_answers), {"summary_timeout": 0.05}, "timed out"),
+        (FunctionModel(never_answers), {"summary_timeout": 0.05}, "made no progress for 0.05 s"),
     ],
     ids=["provider-error", "crash", "blank", "timeout"],
 )

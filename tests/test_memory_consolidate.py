@@ -374,7 +374,7 @@ async def test_crash_between_memory_write_and_watermark_is_settled(ws: Workspace
         ({"prompt": "keep {budget} chars"}, "placeholders"),
         ({"max_memory_tokens": "4000"}, "max_memory_tokens"),
         ({"history_versions": 0}, "history_versions"),
-        ({"timeout": None}, "timeout"),
+        ({"timeout": 0}, "timeout"),
         ({"lease_ttl": 900}, "lease_ttl"),
         ({"redactor": "mask"}, "redactor"),
         ({"model": None}, "ChatModel"),

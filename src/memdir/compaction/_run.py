@@ -29,7 +29,7 @@ from memdir.compaction.summary import (
     summary_text,
 )
 from memdir.messages import SUMMARY_NAME, Msg
-from memdir.models import ChatModel, ToolSpec
+from memdir.models import ChatModel, ToolSpec, resolve_patience
 from memdir.sessions import LogSpan
 
 if TYPE_CHECKING:
@@ -334,7 +334,7 @@ class Run:
                 else getattr(model, "context_window", None),
                 cfg.summary_max_tokens,
             ),
-            timeout=None if fallback else cfg.summary_timeout,
+            timeout=None if fallback else resolve_patience(cfg.summary_timeout, model),
             retries=0 if fallback else cfg.summary_retries,
             count_text=self.c.counter.count_text,
         )

@@ -21,7 +21,7 @@ from memdir.compaction.summary import render_messages, render_prompt
 from memdir.compaction.summary import summary_text as unwrap_summary
 from memdir.errors import MemdirError
 from memdir.messages import SUMMARY_NAME, Msg
-from memdir.models import MESSAGES_KEY, TASK_KEY, ChatModel
+from memdir.models import MESSAGES_KEY, TASK_KEY, ChatModel, generate_patiently
 
 __all__ = ["SummaryOutcome", "input_budget", "summarize"]
 
@@ -104,11 +104,9 @@ async def _call(
     max_output_tokens: int,
     timeout: float | None,
 ) -> str:
-    if timeout is None:
-        response = await model.generate([request], max_output_tokens=max_output_tokens)
-    else:
-        async with asyncio.timeout(timeout):
-            response = await model.generate([request], max_output_tokens=max_output_tokens)
+    response = await generate_patiently(
+        model, [request], max_output_tokens=max_output_tokens, timeout=timeout
+    )
     return _strip_fences(response.text)
 
 
@@ -165,7 +163,7 @@ async def summarize(
                     model, request, max_output_tokens=max_output_tokens, timeout=timeout
                 )
             except TimeoutError:
-                reason = f"the summary call timed out after {timeout:g} s"
+                reason = f"the summary call made no progress for {timeout:g} s"
             except Exception as exc:
                 if is_context_overflow(exc):
                     overflowed = True

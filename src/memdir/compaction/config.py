@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memdir.errors import ConfigError
+from memdir.models import AUTO, Patience, check_patience
 from memdir.redact import redact
 
 if TYPE_CHECKING:
@@ -168,7 +169,10 @@ class CompactionConfig:
         summary_input_tokens: the largest slice of conversation sent in one summary call; a
             longer prefix is summarised slice by slice with a running summary. ``0`` derives it
             from the summary model's context window (unlimited when unknown).
-        summary_timeout: seconds one summary call may take (``None``: no limit).
+        summary_timeout: seconds a summary call may go without progress (each streamed piece
+            of the answer counts; a model that does not stream has the whole call); ``"auto"``
+            follows the summary model (its ``timeout``: 120 s for a hosted API, 600 s for a
+            local server; else 300 s); ``None``: no limit.
         summary_retries: extra attempts after a failed or timed-out summary call.
         redactor: masks secrets in every message written to the session log (text, thinking,
             tool arguments and outputs); default :func:`memdir.redact.redact`. Pass a
@@ -191,7 +195,7 @@ class CompactionConfig:
     model: ChatModel | None = None
     summary_max_tokens: int = 2_000
     summary_input_tokens: int = 0
-    summary_timeout: float | None = 120.0
+    summary_timeout: Patience = AUTO
     summary_retries: int = 1
     redactor: Callable[[str], str] | None = redact
 
@@ -234,11 +238,7 @@ class CompactionConfig:
             raise ConfigError(f"{owner}.model must be a ChatModel (an object with generate())")
         if self.redactor is not None and not callable(self.redactor):
             raise ConfigError(f"{owner}.redactor must be a function str -> str (or None)")
-        timeout = self.summary_timeout
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
-        ):
-            raise ConfigError(f"{owner}.summary_timeout must be a positive number of seconds")
+        check_patience(f"{owner}.summary_timeout", self.summary_timeout)
 
     def hard_limit(self, context_window: int | None) -> int | None:
         """The request size (tokens) that always triggers compaction, or ``None`` if unknown."""

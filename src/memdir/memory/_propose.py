@@ -9,7 +9,6 @@ headings only is a valid, empty file (the caller decides whether it may replace 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from memdir.memory._budget import tidy
 from memdir.memory._entries import parse_bullets, strip_fence
 from memdir.memory._prompts import shorten_request
 from memdir.messages import Msg
-from memdir.models import ChatModel
+from memdir.models import ChatModel, generate_patiently
 
 __all__ = ["propose"]
 
@@ -36,7 +35,7 @@ async def propose(
     system: str,
     max_chars: int,
     max_output_tokens: int,
-    timeout: float,
+    timeout: float | None,
     redactor: Callable[[str], str],
 ) -> tuple[str | None, str]:
     """Ask the model, and once more if over budget: ``(text, "")`` or ``(None, why)``.
@@ -50,17 +49,16 @@ async def propose(
     conversation: list[Msg] = [request]
     for attempt in range(2):
         try:
-            response = await asyncio.wait_for(
-                model.generate(
-                    conversation,
-                    system=system,
-                    max_output_tokens=max_output_tokens,
-                ),
+            response = await generate_patiently(
+                model,
+                conversation,
+                system=system,
+                max_output_tokens=max_output_tokens,
                 timeout=timeout,
             )
         except TimeoutError:
             log.warning(
-                "consolidation: the model did not answer within %g s; nothing changed",
+                "consolidation: the model made no progress for %g s; nothing changed",
                 timeout,
             )
             return (min(candidates, key=len), "") if candidates else (None, "timeout")

@@ -45,7 +45,7 @@ from memdir.memory._prompts import (
 from memdir.memory._propose import propose
 from memdir.memory._state import ConsolidationState, FileMark, LedgerSlice, read_new_slices, sha256
 from memdir.memory._testpoint import pause_point
-from memdir.models import ChatModel
+from memdir.models import AUTO, ChatModel, Patience, check_patience, resolve_patience
 from memdir.redact import Redactor
 from memdir.workspace import MEMORY_MD, Workspace
 
@@ -135,7 +135,9 @@ class MemoryConsolidator:
         index: a search index to update after a write.
         prompt: the system prompt, with ``{max_tokens}`` and ``{max_chars}`` placeholders.
         redactor: masks secrets in the new file (default :class:`memdir.redact.Redactor`).
-        timeout: seconds to wait for each model call.
+        timeout: seconds each model call may go without progress (each streamed piece of the
+            answer counts); ``"auto"`` follows the model (its ``timeout``: 120 s for a hosted
+            API, 600 s for a local server; else 300 s); ``None``: no limit.
         max_input_chars: the most new ledger text sent in one model call. A longer backlog
             is sent in batches of about this size, one after another in the same run, each
             applied on its own; a line longer than a quarter of the budget (or than this) is
@@ -157,7 +159,7 @@ class MemoryConsolidator:
         index: MemoryIndex | None = None,
         prompt: str | None = None,
         redactor: Callable[[str], str] | None = None,
-        timeout: float = 300.0,
+        timeout: Patience = AUTO,
         max_input_chars: int = 48_000,
         lease_ttl: timedelta = timedelta(minutes=15),
         progress: Callable[[int, int], None] | None = None,
@@ -186,7 +188,7 @@ class MemoryConsolidator:
         self.redactor: Callable[[str], str] = (
             check_callable(owner, "redactor", redactor) or Redactor()
         )
-        self.timeout = check_number(owner, "timeout", timeout)
+        self.timeout = check_patience(f"{owner} timeout", timeout)
         self.max_input_chars = check_int(owner, "max_input_chars", max_input_chars, minimum=1_000)
         self.lease_ttl = check_duration(owner, "lease_ttl", lease_ttl)
         self.progress: Callable[[int, int], None] | None = check_callable(
@@ -281,7 +283,7 @@ class MemoryConsolidator:
             system=self.prompt,
             max_chars=self.max_chars,
             max_output_tokens=2 * self.max_memory_tokens + 500,
-            timeout=self.timeout,
+            timeout=resolve_patience(self.timeout, self.model),
             redactor=self.redactor,
         )
         if new_text is None:

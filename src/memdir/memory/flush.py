@@ -11,7 +11,6 @@ flush; the failure is logged (without memory text) and reported in the result.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
 import logging
@@ -36,7 +35,14 @@ from memdir.memory._entries import parse_bullets
 from memdir.memory._prompts import DEFAULT_FLUSH_PROMPT, flush_request
 from memdir.memory._testpoint import pause_point
 from memdir.messages import SUMMARY_NAME, Msg
-from memdir.models import ChatModel
+from memdir.models import (
+    AUTO,
+    ChatModel,
+    Patience,
+    check_patience,
+    generate_patiently,
+    resolve_patience,
+)
 from memdir.redact import Redactor
 from memdir.sessions import validate_session_id
 from memdir.workspace import Workspace
@@ -161,7 +167,9 @@ class MemoryFlushManager:
         prompt: the system prompt; default :data:`DEFAULT_FLUSH_PROMPT`.
         redactor: masks secrets in bullets before they are written; default
             :class:`memdir.redact.Redactor`.
-        timeout: seconds to wait for the model.
+        timeout: seconds the model may go without progress (each streamed piece of its answer
+            counts); ``"auto"`` follows the model (its ``timeout``: 120 s for a hosted API,
+            600 s for a local server; else 300 s); ``None``: no limit.
         lock_timeout: seconds to wait for another flush of the same session to finish.
         max_input_chars: the rendered conversation is sent in chunks of about this size.
         max_answer_chars: a longer answer is refused as unusable.
@@ -176,7 +184,7 @@ class MemoryFlushManager:
         scheduler: ConsolidationRequester | None = None,
         prompt: str | None = None,
         redactor: Callable[[str], str] | None = None,
-        timeout: float = 120.0,
+        timeout: Patience = AUTO,
         lock_timeout: float = 300.0,
         max_input_chars: int = 48_000,
         max_answer_chars: int = 32_000,
@@ -192,7 +200,7 @@ class MemoryFlushManager:
         self.redactor: Callable[[str], str] = (
             check_callable(owner, "redactor", redactor) or Redactor()
         )
-        self.timeout = check_number(owner, "timeout", timeout)
+        self.timeout = check_patience(f"{owner} timeout", timeout)
         self.lock_timeout = check_number(owner, "lock_timeout", lock_timeout)
         self.max_input_chars = check_int(owner, "max_input_chars", max_input_chars, minimum=1_000)
         # One message larger than a whole chunk is sent as its head and tail: whole, it would
@@ -295,16 +303,17 @@ class MemoryFlushManager:
             today=day.isoformat(),
         )
         try:
-            response = await asyncio.wait_for(
-                self.model.generate([request], system=self.prompt), timeout=self.timeout
+            patience = resolve_patience(self.timeout, self.model)
+            response = await generate_patiently(
+                self.model, [request], system=self.prompt, timeout=patience
             )
             text = response.text
         except TimeoutError:
             log.warning(
-                "memory flush of session %s: the model did not answer within %g s; "
+                "memory flush of session %s: the model made no progress for %g s; "
                 "the messages stay queued for the next flush",
                 cursor.session_id,
-                self.timeout,
+                patience,
             )
             return "timeout"
         except Exception as exc:

@@ -22,6 +22,13 @@ from memdir.models._base import (
     request_task,
 )
 from memdir.models._http import RetryPolicy
+from memdir.models._patience import (
+    AUTO,
+    Patience,
+    check_patience,
+    generate_patiently,
+    resolve_patience,
+)
 from memdir.models._registry import PROVIDERS, model_from_string
 from memdir.models._stream import ModelDelta
 from memdir.models._windows import known_context_window
@@ -30,6 +37,7 @@ from memdir.models.extractive import NO_REPLY, ExtractiveModel
 from memdir.models.openai import OpenAIChatModel
 
 __all__ = [
+    "AUTO",
     "CURRENT_KEY",
     "ENTRIES_KEY",
     "KNOWN_KEY",
@@ -44,11 +52,15 @@ __all__ = [
     "ModelDelta",
     "ModelResponse",
     "OpenAIChatModel",
+    "Patience",
     "RetryPolicy",
     "StreamingChatModel",
     "ToolSpec",
     "Usage",
+    "check_patience",
+    "generate_patiently",
     "known_context_window",
     "model_from_string",
     "request_task",
+    "resolve_patience",
 ]

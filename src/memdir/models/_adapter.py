@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import httpx
 
@@ -36,7 +37,7 @@ class HttpChatModel:
         base_url: str,
         context_window: int | None,
         client: httpx.AsyncClient | None,
-        timeout: float,
+        timeout: float | None,
         retry: RetryPolicy | None,
         extra_body: Mapping[str, Any] | None,
     ) -> None:
@@ -54,7 +55,7 @@ class HttpChatModel:
             or context_window < 1
         ):
             raise ConfigError(f"context_window must be a positive int, not {context_window!r}")
-        if (
+        if timeout is not None and (
             isinstance(timeout, bool)
             or not isinstance(timeout, int | float)
             or not 0 < timeout < math.inf
@@ -73,7 +74,8 @@ class HttpChatModel:
             context_window if context_window is not None else known_context_window(model)
         )
         self._client = client
-        self._timeout = float(timeout)
+        self.timeout = float(timeout) if timeout is not None else default_timeout(self.base_url)
+        """Seconds to wait for the answer to start, and then for each further piece of it."""
         self._retry = retry or RetryPolicy()
         self._extra = dict(extra_body or {})
 
@@ -114,7 +116,7 @@ class HttpChatModel:
             headers=self._headers(),
             provider=self.name,
             retry=self._retry,
-            timeout=self._timeout,
+            timeout=self.timeout,
         )
         return self._parse(body, tools=tools)
 
@@ -148,7 +150,7 @@ class HttpChatModel:
             headers=self._headers(),
             provider=self.name,
             retry=self._retry,
-            timeout=self._timeout,
+            timeout=self.timeout,
         )
         async for event, data in events:
             for delta in reader.feed(event, data):
@@ -173,6 +175,38 @@ class HttpChatModel:
     def _parse(self, body: Mapping[str, Any], *, tools: Sequence[ToolSpec] | None) -> ModelResponse:
         """The answer ``body`` as a response; ``tools`` are the ones the request offered."""
         raise NotImplementedError
+
+
+REMOTE_TIMEOUT: Final = 120.0
+"""Default timeout of a hosted API."""
+LOCAL_TIMEOUT: Final = 600.0
+"""Default timeout of a server on this machine or the local network: a model on a CPU may
+read a long prompt for minutes before it writes the first token."""
+
+
+def is_local_url(url: str) -> bool:
+    """Whether ``url`` points at this machine or the local network.
+
+    Loopback, private and link-local addresses, ``localhost``, names under ``.local``,
+    ``.localhost``, ``.internal`` or ``.lan``, and single-label names (a container such as
+    ``http://ollama:11434``).
+    """
+    try:
+        host = httpx.URL(url).host.strip("[]").lower()
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return False
+    if not host:
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return "." not in host or host.endswith((".local", ".localhost", ".internal", ".lan"))
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
+def default_timeout(base_url: str) -> float:
+    """The default timeout of a model served at ``base_url``: longer for local servers."""
+    return LOCAL_TIMEOUT if is_local_url(base_url) else REMOTE_TIMEOUT
 
 
 def is_http_url(value: object) -> bool:

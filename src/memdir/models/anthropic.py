@@ -41,7 +41,9 @@ class AnthropicModel(HttpChatModel):
         context_window: the context size in tokens (default 200,000 for ``claude-*``).
         client: an :class:`httpx.AsyncClient` to send requests with (tests inject
             :class:`httpx.MockTransport`). Without one, each call opens its own.
-        timeout: seconds to wait for one answer.
+        timeout: seconds to wait for the answer to start, and then for each further piece of
+            a streamed answer; default 120, or 600 for a server on this machine or the local
+            network.
         retry: how 429/529/5xx and network failures are retried.
         max_tokens: the output cap used when :meth:`generate` gets none.
         extra_body: more request fields (``temperature``, ``thinking``…).
@@ -58,7 +60,7 @@ class AnthropicModel(HttpChatModel):
         base_url: str | None = None,
         context_window: int | None = None,
         client: httpx.AsyncClient | None = None,
-        timeout: float = 120.0,
+        timeout: float | None = None,
         retry: RetryPolicy | None = None,
         max_tokens: int = _DEFAULT_MAX_TOKENS,
         extra_body: Mapping[str, Any] | None = None,

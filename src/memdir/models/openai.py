@@ -41,7 +41,9 @@ class OpenAIChatModel(HttpChatModel):
         context_window: the context size in tokens; default from a table of known models.
         client: an :class:`httpx.AsyncClient` to send requests with (connection reuse, proxies,
             tests with :class:`httpx.MockTransport`). Without one, each call opens its own.
-        timeout: seconds to wait for one answer.
+        timeout: seconds to wait for the answer to start, and then for each further piece of
+            a streamed answer; default 120, or 600 for a server on this machine or the local
+            network.
         retry: how rate limits (429) and transient 5xx/network failures are retried.
         extra_body: more request fields (``temperature``, ``top_p``, provider options).
         max_tokens_field: the name of the output-cap field; default ``max_completion_tokens``
@@ -60,7 +62,7 @@ class OpenAIChatModel(HttpChatModel):
         api_key: str | None = None,
         context_window: int | None = None,
         client: httpx.AsyncClient | None = None,
-        timeout: float = 120.0,
+        timeout: float | None = None,
         retry: RetryPolicy | None = None,
         extra_body: Mapping[str, Any] | None = None,
         max_tokens_field: str | None = None,
