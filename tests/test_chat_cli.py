@@ -188,3 +188,68 @@ def test_model_help_says_it_is_the_model_you_chat_with() -> None:
     help_text = " ".join(result.stdout.split())
     assert "--model SPEC The model you chat with; it also writes the summaries" in help_text
     assert "--context-window TOKENS" in help_text
+
+
+class _Recorder:
+    """A terminal stand-in that remembers each write, to see text arrive in pieces."""
+
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _repl(tmp_path: Path, model: FunctionModel, stream: bool | None) -> tuple[ChatRepl, _Recorder]:
+    from rich.console import Console
+
+    from memdir.agent import HarnessAgent
+
+    out, err = _Recorder(), _Recorder()
+    agent = HarnessAgent(
+        model=model, workspace=tmp_path / "ws", memory_flush=False, maintenance=None
+    )
+    repl = ChatRepl(
+        agent,
+        "chat",
+        out=Console(file=out, force_terminal=True, width=200),  # type: ignore[arg-type]
+        err=Console(file=err, width=200),  # type: ignore[arg-type]
+        prompt=False,
+        stream=stream,
+    )
+    return repl, out
+
+
+def test_on_a_terminal_the_reply_is_printed_as_the_model_writes_it(tmp_path: Path) -> None:
+    answer = "PostgreSQL 16 was chosen for the shop on Monday."
+    repl, out = _repl(tmp_path, FunctionModel(lambda call: answer), stream=None)
+    assert repl.stream  # a terminal streams by default
+    repl.run(iter(["Which database?\n"]))
+    text_writes = [w for w in out.writes if w.strip()]
+    assert len(text_writes) > 5  # word by word, not one block at the end
+    assert "".join(out.writes).count(answer) == 1  # shown once, not again when complete
+
+
+def test_text_before_a_tool_call_ends_its_line_and_the_reply_follows(tmp_path: Path) -> None:
+    def answer(call: ModelCall) -> Msg:
+        if call.messages[-1].role == "tool":
+            return Msg.assistant("Found it.")
+        use = ToolUseBlock(id="c1", name="memory_search", input={"query": "db"})
+        return Msg.assistant("Let me look.", tool_calls=[use])
+
+    repl, out = _repl(tmp_path, FunctionModel(answer), stream=True)
+    repl.run(iter(["Which database?\n"]))
+    assert "".join(out.writes).replace("\x1b[0m", "") == "Let me look.\nFound it.\n"
+
+
+def test_no_stream_prints_each_reply_whole(tmp_path: Path) -> None:
+    repl, out = _repl(tmp_path, FunctionModel(lambda call: "one two three four"), stream=False)
+    repl.run(iter(["hi\n"]))
+    assert [w for w in out.writes if w.strip()] == ["one two three four\n"]

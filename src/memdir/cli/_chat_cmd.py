@@ -1,6 +1,7 @@
 """``memdir chat``: an interactive agent on the workspace, showing its memory at work.
 
-Replies go to stdout; tool calls, compactions and memory writes go to stderr as they happen.
+Replies go to stdout (on a terminal, as the model writes them); tool calls, compactions and
+memory writes go to stderr as they happen.
 Each turn runs on one event loop that lives as long as the chat, so the agent's background
 memory work is drained after every reply (and its writes shown) before the next prompt.
 """
@@ -64,6 +65,8 @@ class ChatRepl:
         out: where replies and command output go.
         err: where events, notes and errors go.
         prompt: show a prompt before each input line (when stdin is a terminal).
+        stream: print the reply as the model writes it (default: when ``out`` is a
+            terminal); otherwise each reply is printed whole once it is complete.
     """
 
     def __init__(
@@ -74,8 +77,12 @@ class ChatRepl:
         out: Console,
         err: Console,
         prompt: bool,
+        stream: bool | None = None,
     ) -> None:
         self.agent = agent
+        self.stream = out.is_terminal if stream is None else stream
+        self._streamed = ""  # the text of the current answer printed so far
+        self._streamed_reply: str | None = None  # id of the last answer printed as it came
         self.ws = agent.workspace
         self.session_id = session_id
         self.out = out
@@ -162,6 +169,7 @@ class ChatRepl:
         from memdir.agent import (
             ContextOverflowEvent,
             HookErrorEvent,
+            ModelDeltaEvent,
             PostActingEvent,
             PostCallEvent,
             PostReasoningEvent,
@@ -170,7 +178,11 @@ class ChatRepl:
         from memdir.eviction import EVICTED_KEY
 
         err = self.err
-        if isinstance(event, PreActingEvent):
+        if isinstance(event, ModelDeltaEvent):
+            if self.stream and event.delta.kind == "text" and event.delta.text:
+                self.out.print(event.delta.text, end="", markup=False, highlight=False)
+                self._streamed += event.delta.text
+        elif isinstance(event, PreActingEvent):
             args = json.dumps(event.tool_call.input, ensure_ascii=False)
             err.print(f"  ⚙ {event.tool_call.name}({_clip(args, 120)})", style="dim", markup=False)
         elif isinstance(event, PostActingEvent):
@@ -181,10 +193,20 @@ class ChatRepl:
             err.print(f"    ↳ {_clip(event.result.text)}{flag}", style="dim", markup=False)
         elif isinstance(event, PostReasoningEvent):
             message = event.response.message
-            if message.tool_uses and message.text.strip():
+            streamed, self._streamed = self._streamed, ""
+            if streamed and (message.tool_uses or not message.text.strip()):
+                # Text before tool calls (or a refused empty answer): end its line.
+                self.out.print(markup=False, highlight=False)
+            elif message.tool_uses and message.text.strip():
                 err.print(f"  {_clip(message.text)}", style="dim italic", markup=False)
+            if streamed and not message.tool_uses and message.text.strip():
+                self._streamed_reply = message.id
         elif isinstance(event, PostCallEvent):
-            self.out.print(event.reply.text, markup=False, highlight=False)
+            if self._streamed_reply == event.reply.id:
+                self.out.print(markup=False, highlight=False)  # the reply is on screen: end it
+            else:
+                self.out.print(event.reply.text, markup=False, highlight=False)
+            self._streamed_reply = None
         elif isinstance(event, ContextOverflowEvent):
             what = "compacted, retrying" if event.recovered else "could not recover"
             err.print(f"  the model refused the request as too long; {what}", style="yellow")
@@ -312,6 +334,12 @@ def _lines(stream: Any) -> Iterator[str]:
 @base_url_option
 @context_window_option
 @click.option(
+    "--stream/--no-stream",
+    "stream",
+    default=None,
+    help="Print each reply as the model writes it (default: when stdout is a terminal).",
+)
+@click.option(
     "--session-id",
     default="chat",
     show_default=True,
@@ -324,6 +352,7 @@ def chat_cmd(
     model_spec: str | None,
     base_url: str | None,
     context_window: int | None,
+    stream: bool | None,
     session_id: str,
 ) -> None:
     """Talk to an agent whose memory is this workspace.
@@ -353,7 +382,12 @@ def chat_cmd(
         name="chat", model=model, workspace=state.workspace(), session_id=session_id
     )
     repl = ChatRepl(
-        agent, agent.session_id, out=out_console, err=err_console, prompt=sys.stdin.isatty()
+        agent,
+        agent.session_id,
+        out=out_console,
+        err=err_console,
+        prompt=sys.stdin.isatty(),
+        stream=stream,
     )
     repl.run(_lines(sys.stdin))
     if repl.failed and not repl.prompt:
