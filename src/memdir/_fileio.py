@@ -2,7 +2,10 @@
 
 Rewrites go through a synced temp file and ``os.replace``; appends are one ``write`` under an
 ``fcntl`` lock and are rolled back if they fail part-way; both keep a file's permissions and
-write through symlinks. Errors are :class:`~memdir.errors.WorkspaceError`.
+write through symlinks. :func:`atomic_write_in` and :func:`atomic_create_in` do the same for a
+workspace-relative path walked from the workspace root (:mod:`memdir._safeopen`): they never
+write through a symlink that leads out of the workspace or out of the given area, even one
+swapped in while they run. Errors are :class:`~memdir.errors.WorkspaceError`.
 """
 
 from __future__ import annotations
@@ -17,12 +20,15 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+from memdir._safeopen import Area, open_parent
 from memdir.errors import MemdirError, WorkspaceError
 
 __all__ = [
     "async_file_lock",
     "atomic_create",
+    "atomic_create_in",
     "atomic_write",
+    "atomic_write_in",
     "file_lock",
     "fsync_dir",
     "locked_append",
@@ -76,6 +82,43 @@ def atomic_create(target: Path, data: bytes) -> bool:
     return True
 
 
+def atomic_write_in(root: Path, rel: str, data: bytes, area: Area) -> Path:
+    """:func:`atomic_write` of the workspace file ``rel``, walked race-free from ``root``.
+
+    A symlink at ``rel`` is written through only when it leads to a file inside the
+    workspace and inside ``area``; the temp file and the rename happen in the directory that
+    was walked to, so a directory swapped for a symlink meanwhile is not followed.
+    Returns the path written (the link's target for a symlink).
+    """
+    with open_parent(root, rel, area) as (dir_fd, name, resolved, st):
+        tmp = _write_temp_at(dir_fd, name, data, st, shown=resolved)
+        try:
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except OSError as exc:
+            _discard_at(dir_fd, tmp)
+            raise WorkspaceError(f"cannot write {resolved}: {exc.strerror or exc}") from exc
+        _fsync_fd(dir_fd)
+    return root / resolved
+
+
+def atomic_create_in(root: Path, rel: str, data: bytes, area: Area) -> bool:
+    """:func:`atomic_create` of the workspace file ``rel``, walked like :func:`atomic_write_in`."""
+    with open_parent(root, rel, area) as (dir_fd, name, resolved, st):
+        if st is not None:
+            return False
+        tmp = _write_temp_at(dir_fd, name, data, None, shown=resolved)
+        try:
+            os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise WorkspaceError(f"cannot create {resolved}: {exc.strerror or exc}") from exc
+        finally:
+            _discard_at(dir_fd, tmp)
+        _fsync_fd(dir_fd)
+    return True
+
+
 def _through_link(target: Path) -> Path:
     return target.resolve() if target.is_symlink() else target
 
@@ -85,25 +128,55 @@ def _discard(path: Path) -> None:
         path.unlink()
 
 
+def _discard_at(dir_fd: int, name: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(name, dir_fd=dir_fd)
+
+
+def _fsync_fd(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.fsync(fd)
+
+
 def _write_temp(target: Path, data: bytes) -> Path:
     """A synced temp file next to ``target`` holding ``data``, with ``target``'s mode."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        dir_fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
         raise WorkspaceError(f"cannot create {target.parent}: {exc.strerror}") from exc
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            with contextlib.suppress(FileNotFoundError):
-                os.fchmod(fd, stat.S_IMODE(target.stat().st_mode))
+            st: os.stat_result | None = target.stat()
+        except OSError:
+            st = None
+        return target.with_name(_write_temp_at(dir_fd, target.name, data, st, shown=str(target)))
+    finally:
+        os.close(dir_fd)
+
+
+def _write_temp_at(
+    dir_fd: int, name: str, data: bytes, st: os.stat_result | None, *, shown: str
+) -> str:
+    """A synced temp file in ``dir_fd`` holding ``data``, with the mode of ``st`` if given."""
+    tmp = f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        fd = os.open(
+            tmp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o644,
+            dir_fd=dir_fd,
+        )
+        try:
+            if st is not None:
+                os.fchmod(fd, stat.S_IMODE(st.st_mode))
             _write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
     except OSError as exc:
-        _discard(tmp)
-        raise WorkspaceError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        _discard_at(dir_fd, tmp)
+        raise WorkspaceError(f"cannot write {shown}: {exc.strerror or exc}") from exc
     return tmp
 
 

@@ -7,20 +7,23 @@ those into ``Error: ...`` text a model can act on; the CLI prints them as one-li
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import re
 import sqlite3
+import stat
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memdir._safeopen import PathMissing, locate, read_regular
 from memdir.errors import MemdirError, ToolInputError, WorkspaceError
 from memdir.ledger import append_bullets
 from memdir.redact import Redactor
-from memdir.workspace import ARCHIVE_DIR, MEMORY_DIR, MEMORY_MD, Workspace
+from memdir.workspace import ARCHIVE_DIR, MEMORY_AREA, MEMORY_DIR, MEMORY_MD, Workspace
 
 if TYPE_CHECKING:
     from memdir.index import MemoryIndex
@@ -161,30 +164,49 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
+def is_memory_file(ws: Workspace, path: str) -> bool:
+    """Whether ``path`` names a memory file that :func:`read_memory` can open.
+
+    Nothing outside the workspace is looked at, so the answer for ``/etc/passwd`` is the
+    answer for a path that exists nowhere.
+    """
+    try:
+        _, st = locate(ws.root, memory_relpath(ws, path), MEMORY_AREA)
+    except MemdirError:
+        return False
+    return st is not None and stat.S_ISREG(st.st_mode)
+
+
+def _read_memory_bytes(ws: Workspace, rel: str) -> tuple[str, bytes]:
+    """``(rel read, bytes)``: opened once, race-free, confined to the memory files."""
+    try:
+        return rel, read_regular(ws.root, rel, MEMORY_AREA)
+    except PathMissing:
+        name = rel.removeprefix(MEMORY_DIR + "/")
+        if _LEDGER_FILE.fullmatch(name):
+            moved = f"{ARCHIVE_DIR}/{name}"
+            with contextlib.suppress(PathMissing):
+                return moved, read_regular(ws.root, moved, MEMORY_AREA)
+    if rel == MEMORY_MD:
+        raise WorkspaceError(
+            "MEMORY.md does not exist yet; memory_search finds facts in the daily notes"
+        )
+    raise WorkspaceError(
+        f"file not found: {rel} (ledgers are memory/YYYY-MM-DD.md; older ones move to "
+        "memory/archive/; memory_search finds the right file)"
+    )
+
+
 def read_memory(ws: Workspace, path: str, start_line: int, num_lines: int | None) -> MemoryExcerpt:
     """Read ``num_lines`` lines (``None``: to the end) of a memory file from ``start_line``.
 
     A ledger cited before it was archived (``memory/2026-01-02.md``) is found in
-    ``memory/archive/``.
+    ``memory/archive/``. The file is opened once, from the workspace root: a symlink is
+    followed only to another memory file, and a FIFO, socket or device is refused unopened.
     """
     requested = memory_relpath(ws, path)
-    rel = requested
-    target = ws.root / rel
-    if not target.exists():
-        name = rel.removeprefix(MEMORY_DIR + "/")
-        moved = f"{ARCHIVE_DIR}/{name}"
-        if _LEDGER_FILE.fullmatch(name) and (ws.root / moved).is_file():
-            rel = moved
-        elif rel == MEMORY_MD:
-            raise WorkspaceError(
-                "MEMORY.md does not exist yet; memory_search finds facts in the daily notes"
-            )
-        else:
-            raise WorkspaceError(
-                f"file not found: {rel} (ledgers are memory/YYYY-MM-DD.md; older ones move to "
-                "memory/archive/; memory_search finds the right file)"
-            )
-    lines = split_lines(ws.read_text(rel, missing_ok=False))
+    rel, data = _read_memory_bytes(ws, requested)
+    lines = split_lines(data.decode("utf-8", errors="replace"))
     if not lines:
         raise WorkspaceError(f"{rel} is empty")
     if start_line > len(lines):

@@ -12,16 +12,22 @@
     ├── large_tool_results/        evicted tool results
     └── .index/memory_index.db     search index (derived, rebuildable)
 
-Every path a caller or a model gives is confined to the workspace. Rewrites are atomic (temp
-file + fsync + ``os.replace``); appends are one ``write`` under an ``fcntl`` lock, so several
-processes can share one workspace.
+Every path a caller or a model gives is confined to the workspace. Reads and rewrites walk the
+path from the workspace root without letting the kernel follow a symlink (:mod:`memdir._safeopen`):
+a link is followed only inside the workspace and only within one part of it (the memory files,
+``sessions/``, ``large_tool_results/``, ``.index/``, everything else), and only regular files
+are read, so a FIFO cannot block a read and a link swapped in meanwhile is never followed.
+Rewrites are atomic (temp file + fsync + ``os.replace``); appends are one ``write`` under an
+``fcntl`` lock, so several processes can share one workspace.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
+import stat
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path, PurePosixPath
@@ -29,17 +35,33 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memdir._fileio import (
     async_file_lock,
-    atomic_create,
+    atomic_create_in,
     atomic_write,
+    atomic_write_in,
     file_lock,
     fsync_dir,
     locked_append,
 )
+from memdir._safeopen import (
+    Area,
+    PathMissing,
+    PathRefused,
+    below_root,
+    check_regular,
+    locate,
+    open_dir,
+    read_regular,
+    warn_skipped,
+)
 from memdir.errors import ConfigError, WorkspaceError
 
 __all__ = [
+    "FILE_TOOL_AREA",
+    "MEMORY_AREA",
+    "WORKSPACE_AREA",
     "Clock",
     "Workspace",
+    "area_of",
     "atomic_write",
     "file_lock",
     "fsync_dir",
@@ -64,6 +86,44 @@ LARGE_RESULTS_DIR = "large_tool_results"
 INDEX_DIR = ".index"
 
 _LEDGER_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
+logger = logging.getLogger("memdir.workspace")
+_PATH_MAX = 4_095  # what other programs can still open by name (Linux PATH_MAX, minus NUL)
+
+WORKSPACE_AREA = Area(label="the workspace")
+"""Every file in the workspace."""
+MEMORY_AREA = Area(
+    label="the memory files (MEMORY.md and memory/)", only=frozenset({MEMORY_MD, MEMORY_DIR})
+)
+"""What ``memory_get``, ``memdir get`` and the index read: ``MEMORY.md`` and ``memory/**``."""
+FILE_TOOL_AREA = Area(
+    label="the files read_file may read (all but .index/)", never=frozenset({INDEX_DIR})
+)
+"""What the agent's ``read_file`` and ``edit_file`` read: the workspace except ``.index/``."""
+_OWN_AREAS = (
+    MEMORY_AREA,
+    Area(label="sessions/", only=frozenset({SESSIONS_DIR})),
+    Area(label="large_tool_results/", only=frozenset({LARGE_RESULTS_DIR})),
+    Area(label=".index/", only=frozenset({INDEX_DIR})),
+)
+_OTHER_AREA = Area(
+    label="the workspace files outside MEMORY.md, memory/, sessions/, large_tool_results/ "
+    "and .index/",
+    never=frozenset({MEMORY_MD, MEMORY_DIR, SESSIONS_DIR, LARGE_RESULTS_DIR, INDEX_DIR}),
+)
+
+
+def area_of(rel: str) -> Area:
+    """The part of the workspace ``rel`` lies in; a symlink there may only lead within it.
+
+    The parts are the memory files, ``sessions/``, ``large_tool_results/``, ``.index/`` and
+    everything else (``AGENTS.md``, the user's own files), so a link never turns a read of
+    ``AGENTS.md`` or ``memory/x.md`` into a read of a session log, or a write to a notes
+    file into a write to a ledger.
+    """
+    for area in _OWN_AREAS:
+        if area.holds(rel):
+            return area
+    return _OTHER_AREA
 
 
 def _utc_now() -> datetime:
@@ -261,14 +321,13 @@ class Workspace:
         except UnicodeEncodeError as exc:
             raise WorkspaceError("path is not valid UTF-8 text") from exc
         text = raw.strip().replace("\\", "/")
-        candidate = Path(text)
-        if candidate.is_absolute():
-            try:
-                text = candidate.resolve().relative_to(self.root.resolve()).as_posix()
-            except ValueError:
+        if text.startswith("/"):
+            inner = below_root(self.root, os.path.normpath(text))
+            if inner is None:
                 raise WorkspaceError(
                     f"absolute path {raw!r} is outside the workspace; give a path relative to it"
-                ) from None
+                )
+            text = inner
         parts: list[str] = []
         for part in PurePosixPath(text).parts:
             if part in ("", "."):
@@ -282,10 +341,20 @@ class Workspace:
         if not parts:
             raise WorkspaceError(f"path {raw!r} names the workspace itself, not a file in it")
         rel = "/".join(parts)
-        real_root = self.root.resolve()
-        real = (self.root / rel).resolve()
-        if real != real_root and real_root not in real.parents:
-            raise WorkspaceError(f"path {raw!r} leads outside the workspace through a symlink")
+        size = len(os.fsencode(self.root)) + 1 + len(rel.encode("utf-8"))
+        if size > _PATH_MAX:
+            raise WorkspaceError(
+                f"path is too long ({size:,} bytes with the workspace's own path; the limit "
+                f"is {_PATH_MAX:,})"
+            )
+        try:
+            locate(self.root, rel, WORKSPACE_AREA)
+        except PathRefused as exc:
+            if exc.reason != "outside":
+                raise
+            raise PathRefused(
+                f"path {raw!r} leads outside the workspace through a symlink", reason="outside"
+            ) from None
         return rel
 
     def path(self, rel: str | os.PathLike[str]) -> Path:
@@ -296,51 +365,72 @@ class Workspace:
         """Workspace-relative paths of every searchable memory file, sorted.
 
         ``MEMORY.md``, ``memory/*.md`` and ``memory/archive/*.md``; dot-files are skipped, and
-        so are symlinks that lead out of the workspace (:meth:`relpath` refuses them too, so
-        nothing is listed that cannot be read back).
+        so are symlinks that lead out of the memory files or loop, FIFOs, sockets and devices
+        (logged once as a warning): nothing is listed that ``memory_get`` cannot read back.
         """
-        real_root = self.root.resolve()
         found: list[str] = []
-        if self.memory_md.is_file() and self._inside(self.memory_md, real_root):
+        if self._readable_memory_file(MEMORY_MD):
             found.append(MEMORY_MD)
         for rel_dir in (MEMORY_DIR, ARCHIVE_DIR):
-            directory = self.root / rel_dir
-            if not directory.is_dir() or not self._inside(directory, real_root):
-                continue
-            names: list[str] = []
-            # scandir: file types come with the listing, so plain files cost no stat call.
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    if entry.name.startswith(".") or not entry.name.endswith(".md"):
-                        continue
-                    if entry.is_file() and (
-                        not entry.is_symlink() or self._inside(Path(entry.path), real_root)
-                    ):
-                        names.append(entry.name)
+            names = self._memory_dir_names(rel_dir, lambda name: name.endswith(".md"))
             found.extend(f"{rel_dir}/{name}" for name in sorted(names))
         return found
 
-    @staticmethod
-    def _inside(path: Path, real_root: Path) -> bool:
-        real = path.resolve()
-        return real == real_root or real_root in real.parents
+    def _memory_dir_names(self, rel_dir: str, wanted: Callable[[str], bool]) -> list[str]:
+        """Names in a memory directory that ``wanted`` accepts and that are readable files."""
+        names: list[str] = []
+        try:
+            with open_dir(self.root, rel_dir, MEMORY_AREA) as dir_fd, os.scandir(dir_fd) as it:
+                # scandir: file types come with the listing, so plain files cost no stat call.
+                for entry in it:
+                    if entry.name.startswith(".") or not wanted(entry.name):
+                        continue
+                    if entry.is_file(follow_symlinks=False) or (
+                        not entry.is_dir(follow_symlinks=False)
+                        and self._readable_memory_file(f"{rel_dir}/{entry.name}")
+                    ):
+                        names.append(entry.name)
+        except PathMissing:
+            pass
+        except PathRefused as exc:
+            warn_skipped(logger, self.root, exc)
+        except OSError as exc:
+            warn_skipped(logger, self.root, WorkspaceError(f"cannot list {rel_dir}: {exc}"))
+        return names
+
+    def _readable_memory_file(self, rel: str) -> bool:
+        """Whether ``rel`` (a symlink, or of unknown type) resolves to a readable memory file."""
+        try:
+            _, st = locate(self.root, rel, MEMORY_AREA)
+        except PathRefused as exc:
+            warn_skipped(logger, self.root, exc)
+            return False
+        except WorkspaceError:
+            return False
+        if st is None or stat.S_ISDIR(st.st_mode):
+            return False
+        try:
+            check_regular(rel, st.st_mode)
+        except PathRefused as exc:
+            warn_skipped(logger, self.root, exc)
+            return False
+        return True
 
     def ledgers(self, *, archived: bool = False) -> list[tuple[date, str]]:
-        """Daily ledgers as ``(date, rel path)`` sorted by date; ``archived`` lists the archive."""
-        directory = self.archive_dir if archived else self.memory_dir
-        out: list[tuple[date, str]] = []
-        if not directory.is_dir():
-            return out
+        """Daily ledgers as ``(date, rel path)`` sorted by date; ``archived`` lists the archive.
+
+        Like :meth:`memory_files`, only files that can be read back are listed.
+        """
         prefix = ARCHIVE_DIR if archived else MEMORY_DIR
-        for entry in directory.iterdir():
-            match = _LEDGER_NAME.match(entry.name)
-            if not match or not entry.is_file():
-                continue
+        out: list[tuple[date, str]] = []
+        for name in self._memory_dir_names(prefix, lambda name: bool(_LEDGER_NAME.match(name))):
+            match = _LEDGER_NAME.match(name)
+            assert match is not None
             try:
                 day = date(int(match[1]), int(match[2]), int(match[3]))
             except ValueError:
                 continue
-            out.append((day, f"{prefix}/{entry.name}"))
+            out.append((day, f"{prefix}/{name}"))
         out.sort()
         return out
 
@@ -349,31 +439,45 @@ class Workspace:
     def read_text(self, rel: str | os.PathLike[str], *, missing_ok: bool = True) -> str:
         """Read a workspace file as UTF-8 (undecodable bytes replaced).
 
-        A missing file reads as ``""`` when ``missing_ok``; otherwise it raises.
+        A missing file reads as ``""`` when ``missing_ok``; otherwise it raises. See
+        :meth:`read_bytes` for what is refused.
         """
-        target = self.path(rel)
         try:
-            return target.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
+            data = self.read_bytes(rel)
+        except PathMissing:
             if missing_ok:
                 return ""
-            raise WorkspaceError(f"file not found: {self.relpath(rel)}") from None
-        except IsADirectoryError:
-            raise WorkspaceError(f"{self.relpath(rel)} is a directory, not a file") from None
-        except OSError as exc:
-            raise WorkspaceError(f"cannot read {self.relpath(rel)}: {exc.strerror}") from exc
+            raise
+        return data.decode("utf-8", errors="replace")
+
+    def read_bytes(self, rel: str | os.PathLike[str]) -> bytes:
+        """Read a workspace file's bytes, opened race-free from the workspace root.
+
+        A symlink is followed only to a file in the same part of the workspace (see
+        :func:`area_of`); directories, FIFOs, sockets and devices are refused, never opened.
+
+        Raises:
+            WorkspaceError: the path is not confined, leads through a symlink out of its
+                part of the workspace or loops, is not a regular file, or cannot be read;
+                a missing file raises its subclass that is also a ``FileNotFoundError``.
+        """
+        confined = self.relpath(rel)
+        return read_regular(self.root, confined, area_of(confined))
 
     def write_text(self, rel: str | os.PathLike[str], text: str) -> Path:
         """Replace a file atomically: temp file in the same directory, fsync, ``os.replace``.
 
         Readers see the old file or the new one, never a mix, even if the process dies. The
-        file keeps its permissions; a symlink is written through (the link stays a link).
+        file keeps its permissions; a symlink is written through (the link stays a link) when
+        it leads to a file in the same part of the workspace (see :func:`area_of`).
 
         Raises:
-            WorkspaceError: the path is not confined, the text is not encodable, or the write
-                failed (the old file is then left as it was).
+            WorkspaceError: the path is not confined, a symlink leads out of its part of the
+                workspace or loops, the path is a directory, FIFO, socket or device, the text
+                is not encodable, or the write failed (the old file is then left as it was).
         """
-        return atomic_write(self.path(rel), _encode(text))
+        confined = self.relpath(rel)
+        return atomic_write_in(self.root, confined, _encode(text), area_of(confined))
 
     def create_text(self, rel: str | os.PathLike[str], text: str) -> bool:
         """Create a file with ``text`` unless it exists; never replaces an existing file.
@@ -381,7 +485,8 @@ class Workspace:
         The file appears complete or not at all, and a file another process creates at the
         same moment wins. Returns whether this call created it.
         """
-        return atomic_create(self.path(rel), _encode(text))
+        confined = self.relpath(rel)
+        return atomic_create_in(self.root, confined, _encode(text), area_of(confined))
 
     def append_text(
         self, rel: str | os.PathLike[str], text: str, *, fsync: bool = True

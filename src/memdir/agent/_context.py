@@ -13,10 +13,12 @@ calls unless a file changed.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Final
 
+from memdir._safeopen import PathRefused, warn_skipped
 from memdir.agent.events import PreReasoningEvent
 from memdir.agent.hooks import Hook
 from memdir.errors import ConfigError
@@ -26,6 +28,7 @@ from memdir.workspace import AGENTS_MD, MEMORY_MD, Workspace
 __all__ = ["DEFAULT_CONTEXT_TOKENS", "WorkspaceContextHook"]
 
 DEFAULT_CONTEXT_TOKENS: Final = 8_000
+logger = logging.getLogger("memdir.agent")
 _WEEKDAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _SPLIT: Final = re.compile(r"^#{1,2}\s+\S")
 _IMPORTANT: Final = re.compile(
@@ -145,7 +148,7 @@ class WorkspaceContextHook(Hook):
         in this process; a note in the context says what was left out and that
         ``memory_search`` finds it.
         """
-        if not self.memory_md or not self.workspace.read_text(MEMORY_MD).strip():
+        if not self.memory_md or not _injected(self.workspace, MEMORY_MD).strip():
             return False
         budget = self.memory_budget(session_id)
         if budget <= 0:
@@ -185,8 +188,8 @@ class WorkspaceContextHook(Hook):
         return cached[1]
 
     def _build(self, max_tokens: int) -> str:
-        agents = self.workspace.read_text(AGENTS_MD).strip() if self.agents_md else ""
-        memory = self.workspace.read_text(MEMORY_MD) if self.memory_md else ""
+        agents = _injected(self.workspace, AGENTS_MD).strip() if self.agents_md else ""
+        memory = _injected(self.workspace, MEMORY_MD) if self.memory_md else ""
         parts: list[str] = []
         used = 0
         if agents:
@@ -204,6 +207,15 @@ class WorkspaceContextHook(Hook):
                 f"{_escape(shown, 'memory_context')}\n</memory_context>"
             )
         return "\n\n".join(parts)
+
+
+def _injected(workspace: Workspace, rel: str) -> str:
+    """AGENTS.md or MEMORY.md for the prompt; one that may not be read is left out (warned)."""
+    try:
+        return workspace.read_text(rel)
+    except PathRefused as exc:  # a link out of its part of the workspace, a loop, a FIFO
+        warn_skipped(logger, workspace.root, exc)
+        return ""
 
 
 def _stamp(workspace: Workspace, rel: str) -> tuple[int, int] | None:

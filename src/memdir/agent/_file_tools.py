@@ -1,18 +1,34 @@
 """File tools confined to the workspace: read_file, write_file, edit_file, list_files.
 
 ``read_file`` reads by lines *or* by character window, so an evicted tool result that is one
-very long line (a JSON document, a minified log) can still be read in bounded pieces. Writes are
-atomic and refuse the files owned by the memory pipeline (``MEMORY.md``, ``memory/``) and by
-memdir itself (``sessions/``, ``large_tool_results/``, ``.index/``).
+very long line (a JSON document, a minified log) can still be read in bounded pieces. It reads
+the workspace except ``.index/``, opening each file once from the workspace root: a symlink is
+followed only to a file it could read by name, never out of the workspace, and FIFOs, sockets
+and devices are refused unopened. Writes are atomic, refuse the files owned by the memory
+pipeline (``MEMORY.md``, ``memory/``) and by memdir itself (``sessions/``,
+``large_tool_results/``, ``.index/``), and never go through a symlink into one of those or out
+of the workspace. Called directly, the tools raise :class:`~memdir.errors.ToolInputError` or
+:class:`~memdir.errors.WorkspaceError` with a one-line message, never a bare ``OSError``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from typing import Final
 
-from memdir.errors import ToolInputError, WorkspaceError
+from memdir._safeopen import (
+    PathMissing,
+    PathRefused,
+    locate,
+    open_dir,
+    read_regular,
+    shown_path,
+)
+from memdir.errors import MemdirError, ToolInputError, WorkspaceError
 from memdir.workspace import (
+    FILE_TOOL_AREA,
     INDEX_DIR,
     LARGE_RESULTS_DIR,
     MEMORY_DIR,
@@ -47,8 +63,14 @@ def _at_least(name: str, value: object, *, minimum: int) -> int:
     return value
 
 
-def _writable(workspace: Workspace, path: str) -> str:
-    rel = workspace.relpath(path)
+def _confined(workspace: Workspace, path: object) -> str:
+    if not isinstance(path, str):
+        raise ToolInputError(f"path must be a string (got {type(path).__name__})")
+    return workspace.relpath(path)
+
+
+def _writable(workspace: Workspace, path: object) -> str:
+    rel = _confined(workspace, path)
     top = rel.split("/", 1)[0]
     for protected, reason in _PROTECTED.items():
         if rel.casefold() == protected.casefold() or top.casefold() == protected.casefold():
@@ -57,15 +79,17 @@ def _writable(workspace: Workspace, path: str) -> str:
 
 
 def _read_text(workspace: Workspace, rel: str) -> str:
-    target = workspace.root / rel
-    if target.is_dir():
-        raise ToolInputError(f"{rel} is a directory; use list_files to see what it holds")
-    if not target.is_file():
-        raise ToolInputError(f"no file {rel}; use list_files to see what exists")
+    shown = shown_path(rel)
     try:
-        data = target.read_bytes()
-    except OSError as exc:
-        raise WorkspaceError(f"cannot read {rel}: {exc.strerror}") from exc
+        data = read_regular(workspace.root, rel, FILE_TOOL_AREA)
+    except PathMissing:
+        raise ToolInputError(f"no file {shown}; use list_files to see what exists") from None
+    except PathRefused as exc:
+        if exc.reason == "directory":
+            raise ToolInputError(
+                f"{shown} is a directory; use list_files to see what it holds"
+            ) from None
+        raise
     if b"\x00" in data[:8192]:
         raise ToolInputError(
             f"{rel} is a binary file ({len(data):,} bytes); it has no text to show"
@@ -99,7 +123,7 @@ def read_file(
     Returns:
         A header, the text, and a hint for reading on; or ``Error: ...``.
     """
-    rel = workspace.relpath(path)
+    rel = _confined(workspace, path)
     limit = min(_at_least("max_chars", max_chars, minimum=1), MAX_READ_CHARS)
     text = _read_text(workspace, rel)
     if start_char is not None:
@@ -178,7 +202,7 @@ def write_file(path: str, content: str, *, workspace: Workspace) -> str:
         raise ToolInputError("content must be text")
     if len(content) > MAX_WRITE_CHARS:
         raise ToolInputError(f"content is too long ({len(content):,} characters)")
-    existed = (workspace.root / rel).exists()
+    existed = os.path.lexists(workspace.root / rel)
     workspace.write_text(rel, content)
     verb = "Replaced" if existed else "Created"
     return f"{verb} {rel} ({len(content):,} characters, {content.count(chr(10)) + 1:,} lines)."
@@ -234,33 +258,77 @@ def list_files(path: str = ".", recursive: bool = False, *, workspace: Workspace
     Returns:
         One entry per line (directories end in "/"), or ``Error: ...``.
     """
+    if not isinstance(path, str):
+        raise ToolInputError(f"path must be a string (got {type(path).__name__})")
     rel = "." if path.strip() in {"", ".", "./"} else workspace.relpath(path)
-    base = workspace.root if rel == "." else workspace.root / rel
-    if not base.is_dir():
-        raise ToolInputError(f"{rel} is not a directory in the workspace")
     entries: list[str] = []
-    truncated = False
-    pattern = "**/*" if recursive else "*"
-    for entry in sorted(base.glob(pattern)):
-        parts = entry.relative_to(workspace.root).parts
-        if any(p.startswith(".") for p in parts):
-            continue  # the index and temp files are not for the model
-        if len(entries) >= MAX_LIST_ENTRIES:
-            truncated = True
-            break
-        shown = "/".join(parts)
-        if entry.is_dir():
-            entries.append(shown + "/")
-        else:
-            try:
-                entries.append(f"{shown} ({entry.stat().st_size:,} bytes)")
-            except OSError:
-                continue
+    try:
+        with open_dir(workspace.root, "" if rel == "." else rel, FILE_TOOL_AREA) as dir_fd:
+            complete = _list_dir(workspace, dir_fd, "" if rel == "." else rel, recursive, entries)
+    except PathMissing:
+        raise ToolInputError(f"{shown_path(rel)} is not a directory in the workspace") from None
+    except OSError as exc:
+        raise WorkspaceError(f"cannot list {shown_path(rel)}: {exc.strerror or exc}") from None
     if not entries:
         return f"{rel}: empty"
-    if truncated:
+    if not complete:
         entries.append(f"[more than {MAX_LIST_ENTRIES} entries; list a subdirectory]")
     return "\n".join(entries)
+
+
+def _list_dir(
+    workspace: Workspace, dir_fd: int, prefix: str, recursive: bool, out: list[str]
+) -> bool:
+    """Append the entries of ``dir_fd`` (``prefix/name``) to ``out``; False when it filled up.
+
+    Subdirectories are opened from ``dir_fd`` without following links, so a listing never
+    leaves the workspace; a symlink is shown by what it leads to, if read_file may read it.
+    """
+    with os.scandir(dir_fd) as it:
+        children = sorted(it, key=lambda entry: entry.name)
+    for entry in children:
+        if entry.name.startswith("."):
+            continue  # the index and temp files are not for the model
+        if len(out) >= MAX_LIST_ENTRIES:
+            return False
+        shown = f"{prefix}/{entry.name}" if prefix else entry.name
+        if entry.is_dir(follow_symlinks=False):
+            out.append(shown + "/")
+            if recursive:
+                try:
+                    fd = os.open(
+                        entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd
+                    )
+                except OSError:
+                    continue  # replaced meanwhile, or unreadable
+                try:
+                    if not _list_dir(workspace, fd, shown, recursive, out):
+                        return False
+                finally:
+                    os.close(fd)
+        elif entry.is_file(follow_symlinks=False):
+            try:
+                out.append(f"{shown} ({entry.stat(follow_symlinks=False).st_size:,} bytes)")
+            except OSError:
+                continue
+        else:
+            out.append(_odd_entry(workspace, shown))
+    return True
+
+
+def _odd_entry(workspace: Workspace, rel: str) -> str:
+    """A listing line for a symlink, FIFO, socket or device."""
+    try:
+        _, st = locate(workspace.root, rel, FILE_TOOL_AREA)
+    except MemdirError:
+        return f"{rel} (a symlink read_file cannot follow)"
+    if st is None:
+        return f"{rel} (a broken symlink)"
+    if stat.S_ISDIR(st.st_mode):
+        return rel + "/"
+    if stat.S_ISREG(st.st_mode):
+        return f"{rel} ({st.st_size:,} bytes)"
+    return f"{rel} (not a regular file; cannot be read)"
 
 
 FILE_TOOLS: Final = (read_file, write_file, edit_file, list_files)

@@ -138,13 +138,19 @@ def get_cmd(state: CliState, path: str, as_json: bool) -> None:
     search citation such as memory/2026-10-14.md#L3-L5. The text goes to stdout as it is in
     the file; the location goes to stderr.
     """
-    from memdir._toolcore import MAX_PATH_CHARS, check_text, parse_citation, read_memory
+    from memdir._toolcore import (
+        MAX_PATH_CHARS,
+        check_text,
+        is_memory_file,
+        parse_citation,
+        read_memory,
+    )
     from memdir.errors import ToolInputError
 
     cited = parse_citation(check_text("PATH", path, max_chars=MAX_PATH_CHARS))
     ws = state.workspace(create=False)
     head, colon, tail = cited.path.rpartition(":")
-    if colon and cited.start is None and (ws.root / head).is_file():
+    if colon and cited.start is None and is_memory_file(ws, head):
         raise ToolInputError(
             f"invalid line range {tail!r} in {path!r}: use PATH:START-END or PATH:LINE"
         )

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, TypeVar
 from memdir.embeddings import Embedder, embedder_from_string
 from memdir.errors import ConfigError, IndexCorruptError, IndexError_, ModelError, ToolInputError
 from memdir.index._engine import Engine, FileSnapshot
-from memdir.index._paths import check_memory_path, ledger_day, load_snapshot, snapshot_of_text
+from memdir.index._paths import (
+    check_memory_path,
+    is_plain_file,
+    ledger_day,
+    load_snapshot,
+    snapshot_of_text,
+)
 from memdir.index._query import analyze_query
 from memdir.index._schema import LINE_BITS, is_corruption, remove_database
 from memdir.index._search import hit_of, run_search
@@ -271,7 +277,9 @@ class MemoryIndex:
                 if progress is not None:
                     progress(done, total)
                 continue
-            result = engine.sync_file(rel, functools.partial(load_snapshot, Path(path)))
+            result = engine.sync_file(
+                rel, functools.partial(load_snapshot, self.workspace.root, rel)
+            )
             if result.changed:
                 indexed += 1
                 lines += result.inserted
@@ -280,7 +288,7 @@ class MemoryIndex:
             if progress is not None:
                 progress(done, total)
         for rel in sorted(set(stored) - set(on_disk)):
-            if not (self.workspace.root / rel).is_file() and engine.remove_file(rel):
+            if not is_plain_file(self.workspace.root, rel) and engine.remove_file(rel):
                 removed += 1
         return IndexStats(
             files_indexed=indexed,
@@ -299,8 +307,10 @@ class MemoryIndex:
             WorkspaceError: ``rel`` leaves the workspace or is not a memory file.
         """
         rel = check_memory_path(self.workspace.relpath(rel))
-        path = self.workspace.root / rel
-        return self._run(lambda e: e.sync_file(rel, lambda: load_snapshot(path)).units, writes=True)
+        root = self.workspace.root
+        return self._run(
+            lambda e: e.sync_file(rel, lambda: load_snapshot(root, rel)).units, writes=True
+        )
 
     def index_from_string(self, rel: str, text: str) -> int:
         """Index ``text`` as the content of memory file ``rel`` (e.g. just written by the caller).

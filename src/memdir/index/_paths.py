@@ -5,19 +5,31 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import os
 import re
+import stat
 import time
 from datetime import date
 from pathlib import Path
 
+from memdir._safeopen import PathMissing, PathRefused, open_regular, read_fd, warn_skipped
 from memdir.errors import WorkspaceError
 from memdir.index._engine import FileSnapshot
+from memdir.workspace import MEMORY_AREA
 
-__all__ = ["check_memory_path", "digest", "ledger_day", "load_snapshot", "snapshot_of_text"]
+__all__ = [
+    "check_memory_path",
+    "digest",
+    "is_plain_file",
+    "ledger_day",
+    "load_snapshot",
+    "snapshot_of_text",
+]
 
 _MEMORY_PATH = re.compile(r"^(?:MEMORY\.md|memory/(?:archive/)?[^/.][^/]*\.md)$")
 _DAY = re.compile(r"(?:^|/)(\d{4})-(\d{2})-(\d{2})\.md$")
+logger = logging.getLogger("memdir.index")
 RACY_NS = 2_000_000_000
 """A file modified less than this before it was read may change again within one mtime tick."""
 
@@ -58,33 +70,41 @@ def snapshot_of_text(text: str) -> FileSnapshot:
     return FileSnapshot(text=text, data=data, digest=_digest(data), mtime_ns=-1, size=-1)
 
 
-def load_snapshot(path: Path) -> FileSnapshot | None:
-    """Read ``path`` under a shared ``flock`` (appends hold it exclusively), or ``None``.
+def is_plain_file(root: Path, rel: str) -> bool:
+    """Whether ``root/rel`` is itself a regular file (not a symlink, FIFO, directory or missing).
+
+    A stored file that the listing left out is dropped unless this holds: a file replaced by
+    a symlink out of the memory files must lose its rows, although the link's target exists.
+    """
+    try:
+        return stat.S_ISREG((root / rel).lstat().st_mode)
+    except OSError:
+        return False
+
+
+def load_snapshot(root: Path, rel: str) -> FileSnapshot | None:
+    """Read memory file ``rel`` under a shared ``flock`` (appends hold it exclusively).
+
+    The file is opened once from the workspace root (:func:`memdir._safeopen.open_regular`),
+    so what is read is what was checked. ``None`` means there is nothing to index: the file
+    is missing, or it may not be read (a symlink out of the memory files or a loop, a FIFO,
+    socket or device; logged once as a warning), so rows indexed from it before are removed.
 
     The stat is taken under the same lock, before the read. When the file changed very
     recently the recorded mtime is ``-1``, so the next check compares hashes instead of
     trusting a timestamp that a same-size rewrite within one tick would not move.
     """
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        with open_regular(root, rel, MEMORY_AREA) as (fd, _):
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            st = os.fstat(fd)
+            data = read_fd(fd, rel)
+    except PathMissing:
         return None
-    except OSError as exc:
-        raise WorkspaceError(f"cannot read {path}: {exc.strerror}") from exc
-    try:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_SH)
-        st = os.fstat(fd)
-        chunks: list[bytes] = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-    except IsADirectoryError:
+    except PathRefused as exc:
+        warn_skipped(logger, root, exc)
         return None
-    except OSError as exc:
-        raise WorkspaceError(f"cannot read {path}: {exc.strerror}") from exc
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
     text = data.decode("utf-8", errors="replace")
     settled = time.time_ns() - st.st_mtime_ns > RACY_NS and len(data) == st.st_size
     return FileSnapshot(

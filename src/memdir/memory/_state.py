@@ -195,7 +195,7 @@ def read_new_slices(
     for name in sorted(by_name):
         rel = by_name[name]
         try:
-            data = (ws.root / rel).read_bytes()
+            data = ws.read_bytes(rel)
         except FileNotFoundError:
             continue  # moved to the archive meanwhile; picked up next time
         end = data.rfind(b"\n") + 1

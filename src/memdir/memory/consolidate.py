@@ -462,7 +462,7 @@ def _clip(text: str, limit: int, rel: str) -> str:
 
 def _read_bytes(ws: Workspace) -> bytes | None:
     try:
-        return ws.memory_md.read_bytes()
+        return ws.read_bytes(MEMORY_MD)
     except FileNotFoundError:
         return None
 
