@@ -12,6 +12,13 @@ Several medium results of one turn that together exceed
 
 Evicted results are flagged in their message's metadata (:data:`EVICTED_KEY`), so a second pass
 never re-evicts a placeholder, while a genuine output that merely looks like one still is.
+
+Secrets are masked before the output is stored (:attr:`ToolResultEvictionConfig.redactor`, by
+default :func:`memdir.redact.redact`), like everything else memdir writes: the file and the
+placeholder's previews hold ``[REDACTED:<kind>]`` where the output held a key. The file is what
+the model pages through with ``read_file``, so an unmasked key there would reach the context
+again on every read, and from there summaries and memory; a task that needs the literal value
+can print it with a command whose output is small enough to stay in the context.
 """
 
 from __future__ import annotations
@@ -21,12 +28,13 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from memdir.errors import ConfigError, WorkspaceError
 from memdir.messages import ImageBlock, Msg, TextBlock, ToolResultBlock
+from memdir.redact import redact
 from memdir.workspace import Workspace, atomic_write
 
 __all__ = [
@@ -69,6 +77,8 @@ class ToolResultEvictionConfig:
         excluded_tool_names: tools whose results are never evicted.
         max_turn_chars: budget for all results of one turn (since the last user message);
             over it, the largest results are evicted first. ``None`` disables the budget.
+        redactor: masks secrets in the output before it is stored and previewed; default
+            :func:`memdir.redact.redact`, ``None`` stores it as it is.
     """
 
     max_result_chars: int = 80_000
@@ -76,6 +86,7 @@ class ToolResultEvictionConfig:
     eviction_path: str = "large_tool_results"
     excluded_tool_names: frozenset[str] = field(default=DEFAULT_EXCLUDED_TOOLS)
     max_turn_chars: int | None = 200_000
+    redactor: Callable[[str], str] | None = redact
 
     def __post_init__(self) -> None:
         names: object = self.excluded_tool_names  # callers pass any collection
@@ -90,6 +101,8 @@ class ToolResultEvictionConfig:
             raise ConfigError("max_turn_chars must be at least 1, or None to disable the budget")
         if not self.eviction_path.strip():
             raise ConfigError("eviction_path must name a directory inside the workspace")
+        if self.redactor is not None and not callable(self.redactor):
+            raise ConfigError("redactor must be a function str -> str (or None)")
 
     @classmethod
     def defaults(cls) -> ToolResultEvictionConfig:
@@ -105,8 +118,8 @@ class EvictedResult:
         tool_use_id: the call whose result was evicted.
         tool_name: the tool's name, when known.
         path: workspace-relative path of the file holding the full output.
-        chars: length of the full output in characters.
-        sha256: first 16 hex digits of the output's SHA-256.
+        chars: length of the stored output in characters (after masking).
+        sha256: first 16 hex digits of the stored output's SHA-256.
         reused: an identical output was already stored; no new file was written.
     """
 
@@ -278,9 +291,11 @@ class ToolResultEvictor:
             if len(text) <= self.config.max_result_chars and not forced:
                 new_blocks.append(block)
                 continue
-            data = text.encode("utf-8", errors="surrogatepass")
+            redactor = self.config.redactor
+            stored = redactor(text) if redactor is not None else text
+            data = stored.encode("utf-8", errors="surrogatepass")
             rel, digest, reused = self._locate(block.tool_use_id, data)
-            placeholder = render_placeholder(text, rel, self.config.preview_chars)
+            placeholder = render_placeholder(stored, rel, self.config.preview_chars)
             if forced and len(placeholder) >= len(text):
                 new_blocks.append(block)  # a preview would not save anything
                 continue
@@ -291,7 +306,7 @@ class ToolResultEvictor:
                 tool_use_id=block.tool_use_id,
                 tool_name=block.name or names.get(block.tool_use_id),
                 path=rel,
-                chars=len(text),
+                chars=len(stored),
                 sha256=digest,
                 reused=reused,
             )
