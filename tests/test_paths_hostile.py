@@ -26,7 +26,7 @@ from memdir.cli import cli
 from memdir.errors import MemdirError
 from memdir.index import MemoryIndex
 from memdir.messages import ToolUseBlock
-from memdir.tools import close_shared_indexes, memory_get, memory_search
+from memdir.tools import close_shared_indexes, memory_add, memory_get, memory_search
 from memdir.workspace import Workspace
 
 OUTSIDE_WORD = "quokkaleak"
@@ -174,9 +174,15 @@ def test_writes_never_land_outside_while_links_are_swapped_in(ws: Workspace, out
     crashed = 0
     try:
         for i in range(1_500):
-            for path in ("notes/race.md", "notes/racedir/note.md"):
+            writes: list[Callable[[], object]] = [
+                functools.partial(write_file, "notes/race.md", f"- {i}\n", workspace=ws),
+                functools.partial(write_file, "notes/racedir/note.md", f"- {i}\n", workspace=ws),
+                functools.partial(ws.append_text, "memory/race.md", f"- {i}\n"),
+                functools.partial(ws.append_text, "memory/racedir/note.md", f"- {i}\n"),
+            ]
+            for write in writes:
                 try:
-                    write_file(path, f"- written {i}\n", workspace=ws)
+                    write()
                 except MemdirError:
                     continue
                 except Exception:  # a bare OSError: not fine
@@ -297,6 +303,26 @@ def test_write_file_never_writes_through_a_link_out_of_its_area(
     write_file("notes/current.md", "new\n", workspace=ws)
     assert (ws.root / "notes" / "current.md").is_symlink()
     assert (ws.root / "notes" / "plan.md").read_text(encoding="utf-8") == "new\n"
+
+
+def test_memory_add_never_appends_through_a_link_out_of_the_memory_files(
+    ws: Workspace, outside: Path
+) -> None:
+    log = ws.root / "sessions" / "s1.log.jsonl"
+    log.write_text("{}\n", encoding="utf-8")
+    ledger = ws.root / ws.ledger_rel()
+    for target in (Path("../sessions/s1.log.jsonl"), outside / "secret.md"):
+        ledger.symlink_to(target)
+        out = memory_add("the deploy window is Tuesday", workspace=ws)
+        assert out.startswith("Error: ") and "symlink" in out
+        ledger.unlink()
+    assert log.read_text(encoding="utf-8") == "{}\n"
+    assert (outside / "secret.md").read_text(encoding="utf-8").startswith(f"- {OUTSIDE_WORD}")
+    # A ledger linked to another memory file is appended through.
+    (ws.root / "memory" / "real.md").write_text("", encoding="utf-8")
+    ledger.symlink_to("real.md")
+    assert memory_add("the deploy window is Tuesday", workspace=ws).startswith("Saved")
+    assert "deploy window" in (ws.root / "memory" / "real.md").read_text(encoding="utf-8")
 
 
 def test_list_files_does_not_descend_into_a_link_out(ws: Workspace, outside: Path) -> None:

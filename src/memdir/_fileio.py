@@ -2,22 +2,25 @@
 
 Rewrites go through a synced temp file and ``os.replace``; appends are one ``write`` under an
 ``fcntl`` lock and are rolled back if they fail part-way; both keep a file's permissions and
-write through symlinks. :func:`atomic_write_in` and :func:`atomic_create_in` do the same for a
-workspace-relative path walked from the workspace root (:mod:`memdir._safeopen`): they never
-write through a symlink that leads out of the workspace or out of the given area, even one
-swapped in while they run. Errors are :class:`~memdir.errors.WorkspaceError`.
+write through symlinks. :func:`atomic_write_in`, :func:`atomic_create_in` and
+:func:`locked_append_in` do the same for a workspace-relative path walked from the workspace
+root (:mod:`memdir._safeopen`): they never write through a symlink that leads out of the
+workspace or out of the given area, even one swapped in while they run. Errors are
+:class:`~memdir.errors.WorkspaceError`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
+import functools
 import os
 import secrets
 import stat
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 from memdir._safeopen import Area, open_parent
@@ -32,6 +35,7 @@ __all__ = [
     "file_lock",
     "fsync_dir",
     "locked_append",
+    "locked_append_in",
 ]
 
 
@@ -206,17 +210,82 @@ def locked_append(target: Path, data: bytes, *, fsync: bool = True) -> tuple[int
 _APPEND_ATTEMPTS = 20
 
 
+def locked_append_in(
+    root: Path, rel: str, data: bytes, area: Area, *, fsync: bool = True
+) -> tuple[int, int]:
+    """:func:`locked_append` to the workspace file ``rel``, walked race-free from ``root``.
+
+    A symlink at ``rel`` is appended through only when it leads to a regular file inside the
+    workspace and inside ``area``; the file is opened with ``O_NOFOLLOW`` in the directory
+    walked to, so a link swapped in meanwhile is not followed.
+    """
+    for _ in range(_APPEND_ATTEMPTS):
+        with open_parent(root, rel, area) as (dir_fd, name, resolved, _):
+            try:
+                fd = os.open(name, _APPEND_FLAGS | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    continue  # became a symlink since the walk: walk again
+                raise WorkspaceError(f"cannot open {resolved} for append: {exc.strerror}") from exc
+            result = _append_fd(
+                fd,
+                data,
+                fsync=fsync,
+                shown=resolved,
+                current=functools.partial(_lstat_at, dir_fd, name),
+            )
+        if result is not None:
+            return result
+    raise WorkspaceError(f"cannot append to {rel}: it keeps being replaced while appending")
+
+
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+
+
+def _lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _stat_of(target: Path) -> os.stat_result | None:
+    try:
+        return target.stat()
+    except FileNotFoundError:
+        return None
+
+
 def _append_once(target: Path, data: bytes, *, fsync: bool) -> tuple[int, int] | None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(target, _APPEND_FLAGS, 0o644)
     except OSError as exc:
         raise WorkspaceError(f"cannot open {target} for append: {exc.strerror}") from exc
+    current = functools.partial(_stat_of, target)
+    return _append_fd(fd, data, fsync=fsync, shown=str(target), current=current)
+
+
+def _append_fd(
+    fd: int,
+    data: bytes,
+    *,
+    fsync: bool,
+    shown: str,
+    current: Callable[[], os.stat_result | None],
+) -> tuple[int, int] | None:
+    """Append to the open ``fd`` under its lock (and close it); ``None``: it was replaced.
+
+    ``current`` stats what is at the file's name now, to see whether ``fd`` is still it.
+    """
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             info = os.fstat(fd)
-            if info.st_nlink == 0 or not _same_file(target, info):
+            if not stat.S_ISREG(info.st_mode):
+                raise WorkspaceError(f"cannot append to {shown}: it is not a regular file")
+            now = current()
+            if info.st_nlink == 0 or now is None or _ident(now) != _ident(info):
                 return None  # removed or replaced while we waited: append to the new file
             size = info.st_size
             prefix = b""
@@ -235,17 +304,13 @@ def _append_once(target: Path, data: bytes, *, fsync: bool) -> tuple[int, int] |
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     except OSError as exc:
-        raise WorkspaceError(f"cannot append to {target}: {exc.strerror}") from exc
+        raise WorkspaceError(f"cannot append to {shown}: {exc.strerror}") from exc
     finally:
         os.close(fd)
 
 
-def _same_file(target: Path, info: os.stat_result) -> bool:
-    try:
-        current = target.stat()
-    except FileNotFoundError:
-        return False
-    return (current.st_dev, current.st_ino) == (info.st_dev, info.st_ino)
+def _ident(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
 
 
 def _open_lock_file(path: Path) -> int:

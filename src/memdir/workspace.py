@@ -41,6 +41,7 @@ from memdir._fileio import (
     file_lock,
     fsync_dir,
     locked_append,
+    locked_append_in,
 )
 from memdir._safeopen import (
     Area,
@@ -495,8 +496,11 @@ class Workspace:
 
         If the file does not end in a newline (a torn earlier write), a newline is written
         first, in the same ``write``. Returns the ``(start, end)`` byte offsets of ``text``.
+        Like :meth:`write_text`, a symlink is appended through only to a file in the same part
+        of the workspace.
         """
-        return locked_append(self.path(rel), _encode(text), fsync=fsync)
+        confined = self.relpath(rel)
+        return locked_append_in(self.root, confined, _encode(text), area_of(confined), fsync=fsync)
 
     @contextlib.contextmanager
     def lock(self, name: str) -> Iterator[None]:
