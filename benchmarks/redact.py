@@ -82,14 +82,17 @@ def load_old(commit: str) -> ModuleType:
 def detect_secrets_masker() -> Mask | None:
     """Yelp's detect-secrets as a masker, or ``None`` when it is not installed."""
     try:
-        from detect_secrets.core.scan import _process_line_based_plugins
-        from detect_secrets.settings import default_settings
+        from detect_secrets.core.scan import _process_line_based_plugins, get_filters
+        from detect_secrets.settings import default_settings, get_settings
     except ImportError:
         return None
-    settings = default_settings()
-    settings.__enter__()
+    settings = default_settings()  # every plugin, the default filters
+    settings.__enter__()  # kept open (and referenced) for the whole run
+    # The text is not a file on disk: the filter that drops missing files must not run.
+    get_settings().disable_filters("detect_secrets.filters.common.is_invalid_file")
+    get_filters.cache_clear()
 
-    def mask(text: str) -> str:
+    def mask(text: str, _settings: object = settings) -> str:
         lines = text.split("\n")
         found = _process_line_based_plugins(list(enumerate(lines, 1)), "notes.txt")
         for secret in found:

@@ -56,6 +56,7 @@ class RedactionPattern:
     compiled: re.Pattern[str] = field(init=False, repr=False, compare=False)
     compiled_gate: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     non_ascii: bool = field(init=False, repr=False, compare=False)
+    presence: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,40}", self.name):
@@ -87,6 +88,9 @@ class RedactionPattern:
                 f"redaction pattern {self.name!r}: keywords must be a tuple of non-empty strings"
             )
         object.__setattr__(self, "keywords", tuple(w.lower() for w in self.keywords))
+        # To know whether any keyword is there, those holding a shorter one need no look.
+        kept = tuple(w for w in self.keywords if not any(o != w and o in w for o in self.keywords))
+        object.__setattr__(self, "presence", tuple(dict.fromkeys(kept)))
         # Keywords in Chinese, Japanese, Korean: ASCII text cannot hold them.
         object.__setattr__(
             self, "non_ascii", bool(self.keywords) and not any(w.isascii() for w in self.keywords)

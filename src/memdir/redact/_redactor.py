@@ -24,8 +24,12 @@ _MASKED = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]{1,40}\]")
 _PAIRS_UP_TO = 32_768
 # Past this many characters, remembering which keywords were found pays for itself (several
 # patterns share "pass", "token", "key"); below, looking again is cheaper than the bookkeeping.
-_CACHE_FROM = 4_096
+_CACHE_FROM = 256
 _MAX_PASSES = 16
+# A mask with a character next to it that a token match could start or end with.
+_TOUCHING = re.compile(
+    r"\[REDACTED:[A-Za-z0-9_.-]{1,40}\][^\s\"'`,;:()<>{}@=]|[^\s\"'`,;:()<>{}@=]\[REDACTED:"
+)
 
 
 class _Scan:
@@ -60,14 +64,14 @@ class _Scan:
             return False
         if pattern.keywords:
             if len(haystack) < _CACHE_FROM:
-                for word in pattern.keywords:
+                for word in pattern.presence:
                     if word in haystack:
                         break
                 else:
                     return False
             else:
                 cache = self._in_runs if pattern.in_token else self._in_low
-                for word in pattern.keywords:
+                for word in pattern.presence:
                     hit = cache.get(word)
                     if hit is None:
                         hit = cache[word] = word in haystack
@@ -157,12 +161,13 @@ class Redactor:
         if not isinstance(text, str):
             raise ConfigError(f"redact() takes a str, not {type(text).__name__}")
         # Until nothing changes: a mask can end a word, so a token right after a masked one
-        # gains the word boundary its pattern needs (``AIza…sk-proj-…``). Text without
-        # secrets takes one pass; every further pass masks more, so this ends.
+        # gains the word boundary its pattern needs (``AIza…sk-proj-…``). Only a mask that
+        # touches a token character can do that, so most texts take one pass; every further
+        # pass masks more, so this ends.
         for _ in range(_MAX_PASSES):
             masked = self._pass(text, counts)
-            if masked == text:
-                break
+            if masked == text or _TOUCHING.search(masked) is None:
+                return masked
             text = masked
         return text
 
