@@ -157,6 +157,15 @@ def test_each_kind_of_secret_is_masked(text: str, secret: str, kind: str) -> Non
             "REDIS_URL=redis://:s3cretpw@cache:6379/0",
             "REDIS_URL=redis://:[REDACTED:url_password]@cache:6379/0",
         ),
+        # a token in a query string, the next parameter kept; a session token of any length
+        (
+            "https://x.example.com/cb?access_token=Zx81kQ0pLm2Nv7Bt9&expires=3600",
+            "https://x.example.com/cb?access_token=[REDACTED:assignment]&expires=3600",
+        ),
+        (
+            "aws_session_token = IQoJb3JpZ2luX2Vj" + "Ab3dEf6h" * 150,
+            "aws_session_token = [REDACTED:assignment]",
+        ),
     ],
 )
 def test_credentials_known_by_their_context_are_masked(text: str, expected: str) -> None:

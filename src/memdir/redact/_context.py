@@ -10,7 +10,7 @@ is masked whenever it is a literal; a value in running prose ("the root password
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from memdir.redact._engine import MARK, RedactionPattern, Span
 from memdir.redact._values import literal, random_like, secret_like
@@ -22,13 +22,31 @@ _I = re.IGNORECASE
 # Characters that end an unquoted value: space, quotes, brackets, and CJK text or punctuation
 # (a password is not followed by its sentence without a space in Chinese or Japanese).
 _STOP = r"\s\"'`<>,;\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef"
-# An unquoted value; ``&`` only when no ``name=`` follows (a URL's next query parameter).
-# Trailing ``.:)]}`` is punctuation of the sentence, not part of the value.
-VALUE = (
-    rf"(?:[^{_STOP}&]|&(?![A-Za-z_][\w.-]*=)){{1,500}}?"
-    rf"(?=[.:)\]}}]*(?:[{_STOP}]|$))"
-)
+# An unquoted value: a run up to the next stop character, or to ``&name=`` (a URL's next query
+# parameter). Possessive and unbounded, so it always ends where the run does: a match covers
+# the whole run, and the keywords inside it are not tried again (``password=password=…`` costs
+# one scan, not one per keyword). Trailing ``.:)]}`` (a sentence's) is cut off by :func:`_value`.
+VALUE = rf"(?:[^{_STOP}&]|&(?![A-Za-z_][\w.-]*=))++"
 QUOTED = r"(?<=[\"'])[^\"'\n]{1,300}?(?=[\"'])"
+_TRAILING = ".:)]}"
+Judge = Callable[[re.Match[str], str, int], bool]
+
+
+def _value(judge: Judge) -> Callable[[re.Match[str]], Iterator[Span]]:
+    """Spans for a pattern with a value group ``v``: the value less trailing punctuation,
+    when ``judge(match, value, end of value)`` accepts it."""
+
+    def spans(match: re.Match[str]) -> Iterator[Span]:
+        start, end = match.span("v")
+        value = match["v"]
+        if not (start > 0 and match.string[start - 1] in "\"'"):
+            value = value.rstrip(_TRAILING)
+            end = start + len(value)
+        if value and judge(match, value, end):
+            yield start, end
+
+    return spans
+
 
 # Keyword families. The password family masks any literal where the context is sure; the
 # token family needs a value that is not a word; a bare ``key`` needs key material.
@@ -69,19 +87,20 @@ def _accept(value: str, family: str, *, sure: bool, quoted: bool = False) -> boo
 _LINE_END = re.compile(r"[ \t]*(?:$|\n|#|//|[,}\])&\"'`])")
 
 
-def _sure(match: re.Match[str], sep: str, quoted: bool) -> bool:
-    """Whether the value is typed into a config line, not said in a sentence."""
+def _sure(match: re.Match[str], end: int, quoted: bool) -> bool:
+    """Whether the value (ending at ``end``) is typed into a config line, not said in a sentence."""
+    sep = match["sep"]
     if quoted or ("=" in sep and not sep.endswith((" ", "\t"))):  # a string, or KEY=value
         return True
     # ``key: value`` that ends the line (YAML, headers, "my password: …" as the last words)
     colon = any(c in sep for c in ":：=＝")
-    return colon and _LINE_END.match(match.string, match.end()) is not None
+    return colon and _LINE_END.match(match.string, end) is not None
 
 
-def _assignment(match: re.Match[str]) -> bool:
+def _assignment(match: re.Match[str], value: str, end: int) -> bool:
     quoted = bool(match["q"])
-    sure = _sure(match, match["sep"], quoted)
-    return _accept(match["v"], _family(match["kw"]), sure=sure, quoted=quoted)
+    sure = _sure(match, end, quoted)
+    return _accept(value, _family(match["kw"]), sure=sure, quoted=quoted)
 
 
 ASSIGNMENT = RedactionPattern(
@@ -91,7 +110,6 @@ ASSIGNMENT = RedactionPattern(
     regex=rf"(?P<kw>{_PASSWORD}|{_TOKEN}|{_WEAK})(?P<kq>[\"']?)"
     r"(?P<sep>[ \t]*(?::=|=>|[:=：＝])[ \t]*)(?P<q>[\"']?)"
     rf"(?P<v>{QUOTED}|{VALUE})",
-    group="v",
     flags=_I,
     keywords=(
         "pass",
@@ -104,12 +122,12 @@ ASSIGNMENT = RedactionPattern(
         *_JOINED("api", "access", "private", "client"),
     ),
     keyword_first=True,
-    check=_assignment,
+    spans=_value(_assignment),
 )
 
 
-def _stated(match: re.Match[str]) -> bool:
-    return _accept(match["v"], _family(match["kw"]) if match["kw"] else "token", sure=False)
+def _stated(match: re.Match[str], value: str, end: int) -> bool:
+    return _accept(value, _family(match["kw"]), sure=False)
 
 
 STATED = RedactionPattern(
@@ -123,20 +141,19 @@ STATED = RedactionPattern(
     r"|[ \t]+(?:changed|set|reset|updated)[ \t]+to|[ \t]*[:：])"
     r"[ \t]*[\"'`“]?"
     rf"(?P<v>{VALUE})",
-    group="v",
     flags=_I,
     keywords=("pass", "pin", "token", "secret", *_JOINED("api", "access", sep=" _-")),
     keyword_first=True,
-    check=_stated,
+    spans=_value(_stated),
 )
 
 _CJK_PASSWORD = "密码|口令|密碼|パスワード|暗証番号|비밀번호|암호"
 _CJK_TOKEN = "令牌|密钥|秘钥|私钥|金鑰|トークン|シークレット|토큰|시크릿"
 
 
-def _cjk(match: re.Match[str]) -> bool:
+def _cjk(match: re.Match[str], value: str, end: int) -> bool:
     family = "password" if re.fullmatch(_CJK_PASSWORD, match["kw"]) else "token"
-    return _accept(match["v"], family, sure=_sure(match, match["sep"], quoted=False))
+    return _accept(value, family, sure=_sure(match, end, quoted=False))
 
 
 CJK = RedactionPattern(
@@ -145,10 +162,9 @@ CJK = RedactionPattern(
     regex=rf"(?P<kw>{_CJK_PASSWORD}|{_CJK_TOKEN})"
     r"(?P<sep>[ \t]*(?:[:：=＝]|是|为|為|は|는|은)?[ \t]*)[\"'`「『“]?"
     rf"(?P<v>{VALUE})",
-    group="v",
     keywords=tuple((_CJK_PASSWORD + "|" + _CJK_TOKEN).split("|")),
     keyword_first=True,
-    check=_cjk,
+    spans=_value(_cjk),
 )
 
 
