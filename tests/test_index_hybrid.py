@@ -244,7 +244,7 @@ def test_a_workspace_setting_naming_a_missing_package_falls_back_with_a_warning(
     _ledger(ws, "database migration")
     with MemoryIndex(ws, embedder=_embedder()) as index:
         index.index_all_from_workspace()
-        index._vectors.set_embedder_name("e5")
+        index._settings.set_embedder("e5")
 
     def unavailable(name: str) -> Embedder:
         raise ConfigError("the e5 embedder needs the embeddings extra")

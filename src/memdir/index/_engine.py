@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from memdir.index._markdown import ParsedFile, parse_markdown
+
+if TYPE_CHECKING:
+    from memdir.index._append import TailRead, TailState
 
 __all__ = ["Engine", "FileInfo", "FileSnapshot", "StoredRow", "SyncResult"]
 
@@ -42,7 +45,7 @@ class FileInfo:
 class FileSnapshot:
     """A file's content as read for indexing, with the stat taken before the read.
 
-    ``size`` is ``-1`` when the content did not come from disk.
+    ``size`` and ``inode`` are ``-1`` when the content did not come from disk.
     """
 
     text: str
@@ -50,6 +53,7 @@ class FileSnapshot:
     digest: bytes
     mtime_ns: int
     size: int
+    inode: int = -1
 
     def parse(self) -> ParsedFile:
         """Units and headings of the whole file."""
@@ -58,11 +62,15 @@ class FileSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class SyncResult:
-    """Outcome of syncing one file: units inserted or replaced, units now held, changed."""
+    """Outcome of syncing one file: units inserted or replaced, units now held, changed.
+
+    ``line``: the number of the line starting at the byte offset the caller asked about.
+    """
 
     inserted: int
     units: int
     changed: bool
+    line: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +110,26 @@ class Engine(Protocol):
         content. Unchanged units are kept; only new or changed units are written. ``force``
         rewrites every unit even if the content hash is unchanged.
         """
+
+    def sync_tail(
+        self,
+        path: str,
+        read: Callable[[int, TailState, int], TailRead | None],
+        *,
+        mark: int | None = None,
+    ) -> SyncResult | None:
+        """Index what was appended to a file, reading only its end; ``None``: read it whole.
+
+        ``read(offset, state, size)`` gives the file's bytes from ``offset`` on, or ``None``
+        unless it is still the file of ``state`` and at least ``size`` bytes long. With
+        ``mark``, :attr:`SyncResult.line` is the number of the line starting at that byte.
+        """
+
+    def damage(self) -> str | None:
+        """What an integrity check of the storage finds wrong, or ``None`` when it is sound."""
+
+    def matches(self, info: FileInfo, parsed: ParsedFile) -> bool:
+        """Whether the stored units and headings of a file are exactly ``parsed``."""
 
     def remove_file(self, path: str) -> bool:
         """Drop a file's rows; ``False`` when it was not indexed."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import logging
 import os
 import re
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from memdir._safeopen import PathMissing, PathRefused, open_regular, read_fd, warn_skipped
 from memdir.errors import WorkspaceError
+from memdir.index._append import content_digest
 from memdir.index._engine import FileSnapshot
 from memdir.workspace import MEMORY_AREA
 
@@ -61,7 +61,7 @@ def digest(data: bytes) -> bytes:
 
 
 def _digest(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
+    return content_digest(data)  # chained: an append is checked from the last chunk on
 
 
 def snapshot_of_text(text: str) -> FileSnapshot:
@@ -112,5 +112,6 @@ def load_snapshot(root: Path, rel: str) -> FileSnapshot | None:
         digest=_digest(data),
         mtime_ns=st.st_mtime_ns if settled else -1,
         size=st.st_size,
+        inode=st.st_ino,
         data=data,
     )

@@ -6,12 +6,22 @@ ordered by file. ``fts`` is *contentless*: it stores only the inverted index, th
 once in ``units``. Deleting from it replays the tokens that were inserted, which is safe
 because :func:`memdir.index._text.index_body` is a pure function whose version is recorded
 in ``meta``.
+
+Writers take the lock with ``BEGIN IMMEDIATE`` (never a read transaction upgraded to a write,
+which SQLite fails at once to avoid a deadlock), and wait for it in short slices with a
+jittered back-off in between, for at most :data:`BUSY_TIMEOUT_S` in all: SQLite's own busy
+wait polls ever more slowly, so under a stream of writers a long waiter loses every race to
+newcomers and gives up with ``database is locked``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import random
 import sqlite3
+import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,9 +32,13 @@ __all__ = [
     "BUSY_TIMEOUT_S",
     "LINE_BITS",
     "SCHEMA_VERSION",
+    "begin_immediate",
     "connect",
+    "connect_readonly",
     "immediate",
+    "is_busy",
     "is_corruption",
+    "is_unwritable",
     "prepare",
     "remove_database",
 ]
@@ -32,6 +46,9 @@ __all__ = [
 APPLICATION_ID = 0x6D656D64  # "memd" in the database header: tells our files from others
 LINE_BITS = 24
 BUSY_TIMEOUT_S = 15.0
+"""The busy window: how long one statement or one write transaction waits for a lock."""
+_BUSY_SLICE_MS = 50  # SQLite's own wait per attempt to take the write lock
+_BACKOFF_S = (0.002, 0.05)  # first and largest pause between two attempts
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
@@ -61,30 +78,113 @@ def _v1(con: sqlite3.Connection) -> None:
     con.execute("INSERT INTO meta(key, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,))
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1}
+def _v2(con: sqlite3.Connection) -> None:
+    # What an append needs to index only what it appended (memdir.index._append): the file's
+    # identity, the chained digest up to its last whole chunk, and where its last unit starts.
+    columns = ("inode INTEGER", "chain_at INTEGER", "chain BLOB", "tail_line INTEGER")
+    for column in (*columns, "tail_at INTEGER"):
+        con.execute(f"ALTER TABLE files ADD COLUMN {column}")
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2}
 """Schema steps by the version they produce; each runs once, inside one transaction."""
 SCHEMA_VERSION = max(MIGRATIONS)
 _TABLES = frozenset({"meta", "files", "units", "headings", "fts"})
 
 
+_CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT (any extended code), SQLITE_NOTADB
+_UNWRITABLE_CODES = (3, 8, 10, 13, 14)  # PERM, READONLY, IOERR, FULL, CANTOPEN
+_UNWRITABLE_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT)
+_CORRUPT_SIGNS = ("malformed", "not a database", "corrupt", "vtable", "could not decode")
+_UNWRITABLE_SIGNS = (
+    "readonly",
+    "read-only",
+    "disk is full",
+    "disk i/o error",
+    "unable to open database file",
+)
+
+
+def _code(exc: BaseException) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else int(code) & 0xFF
+
+
 def is_corruption(exc: BaseException) -> bool:
-    """Whether a SQLite error means a damaged or foreign file (not a busy or locked one)."""
+    """Whether an error means a damaged or foreign file (not a busy or locked one).
+
+    Damage shows as ``database disk image is malformed``, ``file is not a database``, FTS5's
+    ``vtable constructor failed`` or, for a damaged text cell, ``Could not decode to UTF-8``.
+    """
     if not isinstance(exc, sqlite3.DatabaseError):
         return False
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None and code & 0xFF in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB
+    if _code(exc) in _CORRUPT_CODES:
         return True
     text = str(exc).lower()
-    if any(sign in text for sign in ("malformed", "not a database", "corrupt", "vtable")):
+    if any(sign in text for sign in _CORRUPT_SIGNS):
         return True
     # The plain base class (not OperationalError, IntegrityError...) is what damage raises.
     return type(exc) is sqlite3.DatabaseError
 
 
+def is_unwritable(exc: BaseException) -> bool:
+    """Whether an error means the database cannot be written or created here.
+
+    A read-only file, directory or file system, a full disk (or quota), an I/O error, or a
+    database file (or its ``-wal``/``-shm``) that cannot be opened.
+    """
+    if isinstance(exc, OSError):
+        return exc.errno in _UNWRITABLE_ERRNOS
+    if not isinstance(exc, sqlite3.Error) or is_corruption(exc):
+        return False
+    if _code(exc) in _UNWRITABLE_CODES:
+        return True
+    text = str(exc).lower()
+    return any(sign in text for sign in _UNWRITABLE_SIGNS)
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether a SQLite error means another connection holds the lock (``database is locked``)."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    if _code(exc) in (5, 6):  # SQLITE_BUSY, SQLITE_LOCKED
+        return True
+    return "is locked" in str(exc).lower()
+
+
+def begin_immediate(con: sqlite3.Connection, *, window: float | None = None) -> None:
+    """``BEGIN IMMEDIATE``, waiting for the write lock for at most ``window`` seconds in all.
+
+    Each attempt lets SQLite wait a short slice; between attempts the pause doubles from
+    2 ms up to 50 ms, with jitter. So a writer that has waited long still tries as often as
+    one that just came, and a burst of writers is served instead of starving one of them.
+
+    Raises:
+        sqlite3.OperationalError: still locked when the window (default
+            :data:`BUSY_TIMEOUT_S`) is over, or another error.
+    """
+    deadline = time.monotonic() + (BUSY_TIMEOUT_S if window is None else window)
+    pause = _BACKOFF_S[0]
+    con.execute(f"PRAGMA busy_timeout = {_BUSY_SLICE_MS}")
+    try:
+        while True:
+            try:
+                con.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                left = deadline - time.monotonic()
+                if not is_busy(exc) or left <= 0:
+                    raise
+            time.sleep(min(left, pause * random.uniform(0.5, 1.5)))
+            pause = min(pause * 2, _BACKOFF_S[1])
+    finally:
+        con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+
+
 @contextlib.contextmanager
 def immediate(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """A write transaction (``BEGIN IMMEDIATE``), rolled back if the block raises."""
-    con.execute("BEGIN IMMEDIATE")
+    """A write transaction (:func:`begin_immediate`), rolled back if the block raises."""
+    begin_immediate(con)
     try:
         yield con
     except BaseException:
@@ -103,6 +203,46 @@ def remove_database(path: Path) -> None:
     for suffix in ("", "-wal", "-shm", "-journal"):
         with contextlib.suppress(FileNotFoundError):
             Path(f"{path}{suffix}").unlink()
+
+
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """Open ``path`` read-only, for a workspace whose index cannot be written.
+
+    A WAL database needs its ``-shm`` file, which a read-only directory may not let SQLite
+    create; it is then opened as ``immutable`` (no locks, no WAL: the state of the last
+    checkpoint, which is what a read-only workspace holds).
+
+    Raises:
+        sqlite3.Error: the file is missing or cannot be read.
+    """
+    if not path.is_file():
+        raise sqlite3.OperationalError(f"unable to open database file: {path} is missing")
+    uri = "file:" + urllib.parse.quote(str(path))
+    last: sqlite3.Error | None = None
+    for query in ("?mode=ro", "?mode=ro&immutable=1"):
+        try:
+            con = sqlite3.connect(
+                uri + query,
+                uri=True,
+                timeout=BUSY_TIMEOUT_S,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            last = exc
+            continue
+        try:
+            con.execute("PRAGMA query_only = 1")
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            con.close()
+            if is_corruption(exc):
+                raise
+            last = exc
+            continue
+        return con
+    assert last is not None
+    raise last
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -153,7 +293,7 @@ def prepare(con: sqlite3.Connection) -> str | None:
         problem = _problem(app, version, names, con)
         if problem is not None or version == SCHEMA_VERSION:
             return problem
-    con.execute("BEGIN IMMEDIATE")
+    begin_immediate(con)
     try:
         app, version, names = _header(con)  # another process may have migrated meanwhile
         if not (app == 0 and version == 0 and not names):

@@ -12,21 +12,28 @@ files whose content changed or that were waiting for vectors.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import sqlite3
 import threading
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from memdir.embeddings import document_text
 from memdir.errors import IndexError_
 from memdir.index._engine import Engine, FileInfo
-from memdir.index._schema import connect, immediate, is_corruption, remove_database
+from memdir.index._schema import (
+    begin_immediate,
+    connect,
+    connect_readonly,
+    immediate,
+    is_corruption,
+    is_unwritable,
+    remove_database,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,6 +49,7 @@ VECTORS_DB = "vectors.db"
 APPLICATION_ID = 0x6D647663  # "mdvc"
 SCHEMA_VERSION = 1
 _CHUNK = 500
+_T = TypeVar("_T")
 
 
 def unit_key(model: str, text: str) -> bytes:
@@ -50,12 +58,17 @@ def unit_key(model: str, text: str) -> bytes:
 
 
 class VectorStore:
-    """``vectors.db``: unit vectors by key, plus the workspace's embedder setting."""
+    """``vectors.db``: unit vectors by key (the embedder setting is in ``settings.json``).
+
+    In a workspace that cannot be written an existing store is opened read-only: searches
+    use its vectors, and adding vectors fails with :class:`IndexError_`.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._con: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None  # (device, inode) of the open file
+        self._opened = 0  # connections made: a replaced file may reuse the inode number
         self._lock = threading.RLock()
 
     def close(self) -> None:
@@ -86,13 +99,30 @@ class VectorStore:
         if self._con is None:
             try:
                 self._con = self._open()
-            except sqlite3.DatabaseError as exc:
-                if not is_corruption(exc):
-                    raise IndexError_(f"cannot open {self.path}: {exc}") from exc
-                self._con = self._replace(f"it is damaged ({exc})")
-            st = self.path.stat()
+            except (sqlite3.DatabaseError, OSError) as exc:
+                self._con = self._recover(exc)
+            self._opened += 1
+            try:
+                st = self.path.stat()
+            except OSError as exc:
+                self.close()
+                raise IndexError_(f"cannot open {self.path}: {exc.strerror or exc}") from exc
             self._identity = (st.st_dev, st.st_ino)
         return self._con
+
+    def _recover(self, exc: BaseException) -> sqlite3.Connection:
+        """A connection after opening failed: a fresh store, or a read-only one."""
+        if is_corruption(exc):
+            try:
+                return self._replace(f"it is damaged ({exc})")
+            except (sqlite3.DatabaseError, OSError) as again:
+                raise IndexError_(f"cannot replace the damaged {self.path}: {again}") from again
+        if is_unwritable(exc) and self.path.is_file():
+            try:  # a read-only workspace: search with the vectors there are
+                return connect_readonly(self.path)
+            except sqlite3.Error as again:
+                raise IndexError_(f"cannot open {self.path}: {again}") from again
+        raise IndexError_(f"cannot open {self.path}: {exc}") from exc
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,7 +136,7 @@ class VectorStore:
             if app != 0 or version != 0 or names:
                 con.close()
                 return self._replace("it is not a memdir vector store of this version")
-            con.execute("BEGIN IMMEDIATE")
+            begin_immediate(con)
             con.execute(
                 "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
                 " WITHOUT ROWID"
@@ -131,40 +161,76 @@ class VectorStore:
         return self._open()
 
     def delete(self) -> None:
-        """Close and delete the store (its vectors and the embedder setting)."""
+        """Close and delete the store (its vectors).
+
+        Raises:
+            IndexError_: the files cannot be removed.
+        """
         with self._lock:
             self.close()
-            remove_database(self.path)
+            try:
+                remove_database(self.path)
+            except OSError as exc:
+                raise IndexError_(f"cannot remove {self.path}: {exc.strerror or exc}") from exc
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, immediate(self._connect()) as con:
-            yield con
+    def _healing(self, use: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``use`` on the connection; a store found damaged meanwhile is reset, once."""
+        with self._lock:
+            try:
+                return use(self._connect())
+            except sqlite3.DatabaseError as exc:
+                if not is_corruption(exc):
+                    raise
+                self.close()
+                self._con = self._recover(exc)
+                self._opened += 1
+                st = self.path.stat()
+                self._identity = (st.st_dev, st.st_ino)
+            return use(self._con)
+
+    def _write(self, change: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``change`` in a write transaction.
+
+        Raises:
+            IndexError_: the store cannot be written (a read-only workspace, a full disk).
+        """
+
+        def attempt(con: sqlite3.Connection) -> _T:
+            with immediate(con):
+                return change(con)
+
+        try:
+            return self._healing(attempt)
+        except sqlite3.Error as exc:
+            if not is_unwritable(exc):
+                raise
+            raise IndexError_(f"cannot write {self.path}: {exc}") from exc
 
     def _get(self, key: str) -> str | None:
-        with self._lock:
-            row = self._connect().execute("SELECT value FROM meta WHERE key = ?", (key,))
-            found = row.fetchone()
+        found = self._healing(
+            lambda con: con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        )
         return None if found is None else str(found[0])
 
-    def embedder_name(self) -> str | None:
-        """The embedder the workspace is set to use (``memdir index --embed NAME``), if any."""
+    def legacy_embedder_name(self) -> str | None:
+        """The embedder setting an older memdir kept here (now in ``settings.json``), if any.
+
+        Never raises: a store that cannot be read has no setting to give.
+        """
         if not self.exists():
             return None
-        return self._get("embedder")
+        try:
+            return self._get("embedder")
+        except (IndexError_, sqlite3.Error):
+            return None
 
-    def set_embedder_name(self, name: str | None) -> None:
-        """Record (or, with ``None``, clear) the workspace's embedder."""
-        with self._write() as con:
-            if name is None:
-                con.execute("DELETE FROM meta WHERE key = 'embedder'")
-            else:
-                con.execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedder', ?)", (name,)
-                )
+    def version(self) -> tuple[int, int]:
+        """What changes whenever vectors are added, or the store is reopened or replaced."""
+        generation = self.generation()
+        return self._opened, generation
 
     def generation(self) -> int:
-        """A number that grows whenever vectors are added."""
+        """A number that grows whenever vectors are added (it restarts with a new store)."""
         if not self.exists():
             return 0
         value = self._get("generation")
@@ -172,15 +238,17 @@ class VectorStore:
 
     def _by_keys(self, columns: str, keys: Sequence[bytes]) -> list[tuple[bytes, ...]]:
         """``SELECT columns`` of the rows whose key is in ``keys`` (blobs as ``bytes``)."""
-        out: list[tuple[bytes, ...]] = []
-        with self._lock:
-            con = self._connect()
+
+        def read(con: sqlite3.Connection) -> list[tuple[bytes, ...]]:
+            out: list[tuple[bytes, ...]] = []
             for i in range(0, len(keys), _CHUNK):
                 chunk = keys[i : i + _CHUNK]
                 marks = ",".join("?" * len(chunk))
                 sql = f"SELECT {columns} FROM vectors WHERE key IN ({marks})"
                 out.extend(tuple(bytes(value) for value in row) for row in con.execute(sql, chunk))
-        return out
+            return out
+
+        return self._healing(read)
 
     def missing(self, keys: Iterable[bytes]) -> set[bytes]:
         """The keys among ``keys`` that have no vector yet (reads keys, not vectors)."""
@@ -198,7 +266,8 @@ class VectorStore:
         """Store vectors (one transaction); keys already present are kept."""
         if not items:
             return
-        with self._write() as con:
+
+        def change(con: sqlite3.Connection) -> None:
             con.executemany("INSERT OR IGNORE INTO vectors(key, vec) VALUES (?, ?)", items)
             row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
             con.execute(
@@ -206,9 +275,12 @@ class VectorStore:
                 (str(int(row[0]) + 1 if row else 1),),
             )
 
+        self._write(change)
+
     def prune(self, keep: set[bytes]) -> int:
         """Delete every vector whose key is not in ``keep``; returns how many went."""
-        with self._write() as con:
+
+        def change(con: sqlite3.Connection) -> int:
             con.execute("CREATE TEMP TABLE IF NOT EXISTS keep(key BLOB PRIMARY KEY) WITHOUT ROWID")
             con.execute("DELETE FROM temp.keep")
             con.executemany("INSERT OR IGNORE INTO temp.keep(key) VALUES (?)", ((k,) for k in keep))
@@ -216,18 +288,21 @@ class VectorStore:
             con.execute("DELETE FROM temp.keep")
             return cursor.rowcount
 
+        return self._write(change)
+
     def count(self) -> int:
         """Number of stored vectors."""
         if not self.exists():
             return 0
-        with self._lock:
-            return int(self._connect().execute("SELECT count(*) FROM vectors").fetchone()[0])
+        return int(
+            self._healing(lambda con: con.execute("SELECT count(*) FROM vectors").fetchone()[0])
+        )
 
 
 @dataclass(slots=True)
 class _FileVectors:
     digest: bytes
-    generation: int
+    version: tuple[int, int]
     complete: bool
     rowids: npt.NDArray[np.int64]
     matrix: npt.NDArray[np.float32]
@@ -255,7 +330,7 @@ class DenseIndex:
         self.embedder = embedder
         self._files: dict[int, _FileVectors] = {}
 
-    def _load(self, engine: Engine, info: FileInfo, generation: int) -> _FileVectors:
+    def _load(self, engine: Engine, info: FileInfo, version: tuple[int, int]) -> _FileVectors:
         import numpy as np
 
         units = file_texts(self.embedder.name, engine, info)
@@ -271,7 +346,7 @@ class DenseIndex:
         matrix = np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), dim)
         return _FileVectors(
             digest=info.digest,
-            generation=generation,
+            version=version,
             complete=len(rowids) == len(units),
             rowids=np.asarray(rowids, dtype=np.int64),
             matrix=matrix,
@@ -284,7 +359,7 @@ class DenseIndex:
         import numpy as np
 
         files = engine.files_by_id()
-        generation = self.store.generation()
+        version = self.store.version()
         for file_id in self._files.keys() - files.keys():
             del self._files[file_id]
         scores: list[npt.NDArray[np.float32]] = []
@@ -294,9 +369,9 @@ class DenseIndex:
             if (
                 entry is None
                 or entry.digest != info.digest
-                or (not entry.complete and entry.generation != generation)
+                or (not entry.complete and entry.version != version)
             ):
-                entry = self._files[file_id] = self._load(engine, info, generation)
+                entry = self._files[file_id] = self._load(engine, info, version)
             if len(entry.rowids):
                 # einsum, not ``@``: BLAS threads wait badly for a busy core (at 100k lines,
                 # p90 400 ms on a loaded two-core machine, against 7 ms on one thread)

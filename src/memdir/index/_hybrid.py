@@ -1,0 +1,144 @@
+"""The vector side of :class:`~memdir.index.MemoryIndex`: query vectors, fusion, embedding.
+
+Vectors are computed in the background (:func:`embed_pending`), never by a search; a search
+embeds only its query (bounded by :func:`memdir.embeddings.embedding_query`) and fuses the
+nearest lines with the lexical ranking (:func:`fuse`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from memdir.embeddings import embedding_query
+from memdir.errors import ConfigError
+from memdir.index._engine import Engine
+from memdir.index._schema import LINE_BITS
+from memdir.index._search import hit_of
+from memdir.index._types import EmbedStats, SearchHit
+from memdir.index._vectors import DenseIndex, VectorStore, file_texts, normalized
+from memdir.ledger import normalize_bullet
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["DENSE_WEIGHT", "FUSION_DEPTH", "RRF_K", "embed_pending", "fuse", "query_vector"]
+
+FUSION_DEPTH = 50
+"""Hybrid search fuses at least this many lexical and this many vector results."""
+RRF_K = 10
+"""Reciprocal rank fusion: a lexical result at rank r (1-based) adds ``1 / (RRF_K + r)``."""
+DENSE_WEIGHT = 0.7
+"""A vector result at rank r adds ``DENSE_WEIGHT / (RRF_K + r)``: the lexical ranking is the
+stronger one wherever the query shares words with the memory (docs/benchmarks.md)."""
+
+
+def query_vector(dense: DenseIndex, query: str) -> npt.NDArray[np.float32]:
+    """The unit vector of ``query``; any embedder, built in or not, gets it bounded.
+
+    Raises:
+        ConfigError: the embedder returned a vector of the wrong shape.
+        ModelError: an embedding service failed.
+    """
+    vector = normalized(dense.embedder.embed_query(embedding_query(query)))
+    if vector.shape != (dense.embedder.dim,):
+        raise ConfigError(
+            f"embedder {dense.embedder.name!r} returned a vector of shape {vector.shape} "
+            f"for a query, expected ({dense.embedder.dim},)"
+        )
+    return vector
+
+
+def embed_pending(
+    dense: DenseIndex,
+    store: VectorStore,
+    run: Callable[[Callable[[Engine], dict[bytes, str]]], dict[bytes, str]],
+    *,
+    max_seconds: float | None,
+    batch_size: int,
+    progress: Callable[[int, int], None] | None,
+) -> EmbedStats:
+    """Embed the lines that have no vector yet (see :meth:`MemoryIndex.embed_pending`).
+
+    ``run`` runs a read of the index (and heals a damaged one).
+    """
+    embedder = dense.embedder
+    started = time.perf_counter()
+
+    def collect(engine: Engine) -> dict[bytes, str]:
+        with engine.snapshot():
+            files = sorted(
+                engine.files_by_id().values(),
+                key=lambda info: (not info.curated, -(info.day or 0), -info.id),
+            )
+            return {
+                key: text
+                for info in files
+                for _, key, text in file_texts(embedder.name, engine, info)
+            }
+
+    texts = run(collect)
+    missing = store.missing(texts)
+    pending = [(key, text) for key, text in texts.items() if key in missing]
+    done = 0
+    for i in range(0, len(pending), batch_size):
+        if max_seconds is not None and time.perf_counter() - started >= max_seconds:
+            break
+        batch = pending[i : i + batch_size]
+        vectors = normalized(embedder.embed_documents([text for _, text in batch]))
+        if vectors.shape != (len(batch), embedder.dim):
+            raise ConfigError(
+                f"embedder {embedder.name!r} returned vectors of shape {vectors.shape} "
+                f"for {len(batch)} texts, expected ({len(batch)}, {embedder.dim})"
+            )
+        store.add([(key, row.tobytes()) for (key, _), row in zip(batch, vectors, strict=True)])
+        done += len(batch)
+        if progress is not None:
+            progress(done, len(pending))
+    left = len(pending) - done
+    pruned = 0
+    if left == 0 and store.count() != len(texts):
+        pruned = store.prune(set(texts))
+    return EmbedStats(
+        embedded=done,
+        pending=left,
+        total=len(texts),
+        removed=pruned,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def fuse(
+    engine: Engine, lexical: list[SearchHit], near: list[tuple[int, float]], limit: int
+) -> list[SearchHit]:
+    """Reciprocal rank fusion of the lexical hits and the nearest vectors."""
+    ids = {info.path: file_id for file_id, info in engine.files_by_id().items()}
+    scores: dict[int, float] = {}
+    hits: dict[int, SearchHit] = {}
+    for rank, hit in enumerate(lexical, start=1):
+        rowid = ids[hit.path] << LINE_BITS | hit.line_number
+        hits[rowid] = hit
+        scores[rowid] = 1.0 / (RRF_K + rank)
+    for rank, (rowid, _) in enumerate(near, start=1):
+        scores[rowid] = scores.get(rowid, 0.0) + DENSE_WEIGHT / (RRF_K + rank)
+    order = sorted(scores, key=lambda rowid: (-scores[rowid], -rowid))
+    missing = [rowid for rowid in order if rowid not in hits]
+    for row in engine.fetch(missing):
+        hits[row.rowid] = hit_of(row, 0.0)
+    out: list[SearchHit] = []
+    seen: set[str] = set()
+    for rowid in order:
+        if rowid not in hits:
+            continue  # a row deleted meanwhile
+        hit = hits[rowid]
+        text = normalize_bullet(hit.content)
+        if text in seen:
+            continue  # an identical line, compared as the lexical ranking compares them
+        seen.add(text)
+        out.append(replace(hit, score=round(scores[rowid], 6)))
+        if len(out) == limit:
+            break
+    return out
