@@ -455,3 +455,28 @@ async def test_a_session_busy_in_another_process_is_refused_clearly(ws: Workspac
         assert agent.history() == []
     finally:
         os.close(fd)
+
+
+async def test_evicted_results_follow_the_compaction_redactor(ws: Workspace) -> None:
+    def mask_codename(text: str) -> str:
+        return text.replace("BLUEBIRD", "[codename]")
+
+    def dump() -> str:
+        """Dump the project notes."""
+        return "project BLUEBIRD notes\n" + "line of notes\n" * 20_000
+
+    def model_fn(call: ModelCall) -> Msg | str:
+        if call.messages[-1].role == "tool":
+            return "done"
+        return _call("c1", "dump")
+
+    agent = _agent(
+        ws,
+        FunctionModel(model_fn),
+        tools=[dump],
+        compaction=CompactionConfig(redactor=mask_codename),
+    )
+    assert (await agent.call("dump the notes")).text == "done"
+    (stored,) = (ws.root / "large_tool_results" / "default").iterdir()
+    text = stored.read_text(encoding="utf-8")
+    assert "[codename]" in text and "BLUEBIRD" not in text

@@ -111,7 +111,9 @@ class HarnessAgent:
             :class:`~memdir.agent.Tool` objects.
         compaction: when and how the conversation is compacted (on by default); ``None``
             turns compaction, and with it context-overflow recovery, off.
-        tool_result_eviction: eviction settings; ``None`` turns eviction off.
+        tool_result_eviction: eviction settings; ``None`` turns eviction off. Evicted results
+            are masked with ``compaction.redactor`` when the eviction settings keep the
+            default redactor.
         memory_flush: extract durable facts into ``memory/YYYY-MM-DD.md`` after each reply
             (in the background) and before each compaction.
         memory_model: the model for memory extraction and consolidation (default: ``model``).
@@ -191,6 +193,16 @@ class HarnessAgent:
         self._sync = SyncRunner(f"memdir-agent-{name}")
         self.eviction_hook: ToolResultEvictionHook | None = None
         if tool_result_eviction is not None:
+            if (
+                compaction is not None
+                and tool_result_eviction.redactor is redact
+                and compaction.redactor is not redact
+            ):
+                # One masking policy: secrets the session log masks are masked in evicted
+                # results too (and those kept raw in the log are kept raw there).
+                tool_result_eviction = dataclasses.replace(
+                    tool_result_eviction, redactor=compaction.redactor
+                )
             self.eviction_hook = ToolResultEvictionHook(self.workspace, tool_result_eviction)
             self._hooks.add(self.eviction_hook)
         self.context_hook: WorkspaceContextHook | None = None
