@@ -12,7 +12,7 @@ import pytest
 
 from memdir.agent import HarnessAgent, ModelDeltaEvent, PostCallEvent, PostReasoningEvent
 from memdir.errors import ContextOverflowError, ModelError
-from memdir.messages import Msg
+from memdir.messages import Msg, ToolResultBlock, ToolUseBlock
 from memdir.models import (
     AnthropicModel,
     ModelDelta,
@@ -173,7 +173,7 @@ async def test_errors_before_the_stream_are_retried_or_raised(
     answers = iter(
         [
             httpx.Response(429, json={"error": {"message": "slow down"}}),
-            _stream_response(_sse(_chunk({"content": "fine"}), "[DONE]")),
+            _stream_response(_sse(_chunk({"content": "fine"}, finish="stop"), "[DONE]")),
         ]
     )
     model = _openai(lambda request: next(answers), retry=RetryPolicy(max_retries=2))
@@ -296,7 +296,7 @@ async def _slow_server(pieces: list[str], gap: float, stall: float = 0.0) -> tup
             writer.write(_sse(_chunk({"content": piece})))
             await writer.drain()
             await asyncio.sleep(gap)
-        writer.write(b"data: [DONE]\n\n")
+        writer.write(_sse(_chunk({}, finish="stop"), "[DONE]"))
         await writer.drain()
         writer.close()
 
@@ -327,3 +327,65 @@ async def test_a_stream_that_stops_moving_times_out() -> None:
         )
         with pytest.raises(ModelError, match="stopped sending"):
             await _collect(model.stream([_user("go")]))
+
+
+async def test_an_empty_stream_is_asked_again_without_streaming() -> None:
+    # llama-cpp-python answers an over-long streamed request with "200 OK" and no events.
+    def handler(request: httpx.Request) -> httpx.Response:
+        if json.loads(request.content).get("stream"):
+            return _stream_response(b"")
+        error = {
+            "message": "This model's maximum context length is 4096 tokens. However, you "
+            "requested 4529 tokens (4529 in the messages, None in the completion).",
+            "code": "context_length_exceeded",
+        }
+        return httpx.Response(400, json={"error": error})
+
+    with pytest.raises(ContextOverflowError):
+        await _collect(_openai(handler).stream([_user("a long story")]))
+
+
+async def test_an_answer_cut_short_by_the_server_is_an_error_not_an_answer() -> None:
+    # Another request arrived: the server ends the stream with [DONE] and no finish reason.
+    def handler(request: httpx.Request) -> httpx.Response:
+        return _stream_response(_sse(_chunk({"content": "1\n2\n3\n4"}), "[DONE]"))
+
+    with pytest.raises(ModelError, match="ended before it was finished"):
+        await _collect(_openai(handler).stream([_user("count to 60")]))
+
+
+async def test_a_tool_call_turn_is_sent_with_empty_text_not_null() -> None:
+    sent: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.content))
+        message = {"role": "assistant", "content": "ok"}
+        return httpx.Response(
+            200, json={"choices": [{"message": message, "finish_reason": "stop"}]}
+        )
+
+    call = Msg.assistant(tool_calls=[ToolUseBlock(id="c1", name="get_weather", input={})])
+    result = Msg(role="tool", content=(ToolResultBlock(tool_use_id="c1", output="sunny"),))
+    await _openai(handler).generate([_user("weather?"), call, result], tools=[WEATHER])
+    assistant = next(m for m in sent[0]["messages"] if m["role"] == "assistant")
+    assert assistant["content"] == "" and assistant["tool_calls"]
+
+
+async def test_a_request_the_server_calls_invalid_is_not_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+
+    async def no_wait(seconds: float) -> None:
+        pass
+
+    monkeypatch.setattr(_http, "_sleep", no_wait)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        detail = "7 validation errors: Input should be a valid string ('content', None)"
+        return httpx.Response(500, json={"error": {"message": detail}})
+
+    with pytest.raises(ModelError, match="validation errors"):
+        await _openai(handler, retry=RetryPolicy(max_retries=3)).generate([_user("hi")])
+    assert len(calls) == 1

@@ -10,7 +10,7 @@ from typing import Any, Final
 import httpx
 
 from memdir._msg import Msg, as_list
-from memdir.errors import ConfigError
+from memdir.errors import ConfigError, ModelError
 from memdir.models._base import ModelResponse, ToolSpec
 from memdir.models._http import RetryPolicy, post_json
 from memdir.models._stream import ModelDelta, StreamReader, stream_events
@@ -155,8 +155,25 @@ class HttpChatModel:
         async for event, data in events:
             for delta in reader.feed(event, data):
                 yield delta
+        if not reader.started:
+            # Some servers answer a streamed request they refuse (one over the context window,
+            # for llama-cpp-python) with an empty stream: ask once more without streaming, to
+            # get the answer or the error that says what is wrong.
+            response = await self.generate(
+                messages, tools=tools, system=system, max_output_tokens=max_output_tokens
+            )
+            if response.text:
+                yield ModelDelta(kind="text", text=response.text)
+            yield response
+            return
         for delta in reader.finish():
             yield delta
+        if not reader.finished:
+            raise ModelError(
+                f"{self.name}: the answer ended before it was finished (the stream closed "
+                "without a finish reason); a server that cuts one request short when another "
+                "arrives does this (llama-cpp-python: start it with --interrupt_requests False)"
+            )
         yield self._parse(reader.body(), tools=tools)
 
     def _stream_fields(self) -> dict[str, Any]:

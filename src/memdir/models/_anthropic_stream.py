@@ -100,6 +100,16 @@ class AnthropicStreamReader:
             ]
         return []
 
+    @property
+    def started(self) -> bool:
+        """Whether any part of an answer arrived."""
+        return bool(self._whole is not None or self._blocks or self._stop)
+
+    @property
+    def finished(self) -> bool:
+        """Whether the answer was finished (a stop reason, or a whole answer)."""
+        return self._whole is not None or self._stop is not None
+
     def finish(self) -> list[ModelDelta]:
         """Nothing is held back in this format."""
         return []

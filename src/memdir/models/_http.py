@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -76,6 +77,15 @@ def error_message(body: object) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+_REJECTED = re.compile(r"validation errors?\b|field required|input should be", re.IGNORECASE)
+
+
+def _rejected(body: object) -> bool:
+    """Whether an error body says the request itself is invalid (some servers send 500 for
+    it, e.g. llama-cpp-python's pydantic errors): the same request would fail again."""
+    return bool(_REJECTED.search(error_message(body)))
+
+
 def _retry_after(response: httpx.Response) -> float | None:
     # OpenAI also sends "retry-after-ms"; both are optional hints.
     for header, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
@@ -138,7 +148,7 @@ class _Exchange:
             failure = ModelError(
                 f"{provider} returned {what}: {error_message(body)}", status_code=status, body=body
             )
-            if response.is_success or status not in _RETRY_STATUSES:
+            if response.is_success or status not in _RETRY_STATUSES or _rejected(body):
                 raise failure
             retry_after = _retry_after(response)
         self.attempt += 1

@@ -94,6 +94,18 @@ class OpenAIStreamReader:
         shown = self._guard.push(content) if self._guard is not None else content
         return [ModelDelta(kind="text", text=shown)] if shown else []
 
+    @property
+    def started(self) -> bool:
+        """Whether any part of an answer arrived."""
+        return bool(
+            self._whole is not None or self._text or self._reasoning or self._calls or self._finish
+        )
+
+    @property
+    def finished(self) -> bool:
+        """Whether the answer was finished (a finish reason, or a whole answer)."""
+        return self._whole is not None or self._finish is not None
+
     def finish(self) -> list[ModelDelta]:
         """Text held back at a possible start of tool-call markup that never came."""
         held = self._guard.flush() if self._guard is not None else ""

@@ -69,6 +69,16 @@ class StreamReader(Protocol):
         """Take one event; return the deltas it carries."""
         ...
 
+    @property
+    def started(self) -> bool:
+        """Whether any part of an answer arrived."""
+        ...
+
+    @property
+    def finished(self) -> bool:
+        """Whether the provider said the answer was complete (a finish or stop reason)."""
+        ...
+
     def finish(self) -> list[ModelDelta]:
         """The deltas still held back when the stream ends."""
         ...

@@ -103,6 +103,10 @@ class OpenAIChatModel(HttpChatModel):
         )
         wire = to_openai(repair_tool_pairing(msgs))
         for item in wire:
+            if item.get("role") == "assistant" and item.get("content") is None:
+                # A tool-call turn has no text. OpenAI accepts null, but llama-cpp-python's
+                # server (and other strict validators) answer 500 to it; "" suits all.
+                item["content"] = ""
             if "name" in item:
                 # OpenAI rejects names outside [A-Za-z0-9_-]{1,64}; others ignore them.
                 name = _NAME_UNSAFE.sub("_", item["name"])[:64]
