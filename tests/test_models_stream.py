@@ -141,6 +141,37 @@ async def test_a_tool_call_written_as_text_is_not_shown_and_becomes_a_call() -> 
     assert use.input == {"city": "Oslo"} and response.stop_reason == "tool_calls"
 
 
+async def test_a_call_alone_in_a_json_fence_is_not_shown_and_becomes_a_call() -> None:
+    pieces = [
+        "```",
+        "json\n",
+        '{"name": "get_weather", ',
+        '"arguments": {"city": "Oslo"}}',
+        "\n```",
+    ]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        chunks = [_chunk({"content": p}) for p in pieces]
+        return _stream_response(_sse(*chunks, _chunk({}, finish="stop"), "[DONE]"))
+
+    deltas, response = await _collect(_openai(handler).stream([_user("Oslo?")], tools=[WEATHER]))
+    assert not [d for d in deltas if d.kind == "text"]
+    (use,) = response.tool_calls
+    assert use.input == {"city": "Oslo"}
+
+
+async def test_a_code_block_answer_is_shown_once_it_ends() -> None:
+    pieces = ["```python\n", "print(1)\n", "```"]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        chunks = [_chunk({"content": p}) for p in pieces]
+        return _stream_response(_sse(*chunks, _chunk({}, finish="stop"), "[DONE]"))
+
+    deltas, response = await _collect(_openai(handler).stream([_user("code?")], tools=[WEATHER]))
+    assert "".join(d.text for d in deltas if d.kind == "text") == "".join(pieces)
+    assert response.text == "".join(pieces) and not response.tool_calls
+
+
 def test_the_guard_shows_text_that_only_looked_like_markup() -> None:
     guard = TextToolGuard()
     shown = guard.push("<to") + guard.push("day is sunny") + guard.push("\n<") + guard.flush()

@@ -202,6 +202,22 @@ def test_bare_json_naming_an_offered_tool() -> None:
     assert calls_of(typed) == [("get_weather", {"city": "Paris"})]
 
 
+def test_a_call_alone_in_a_json_fence_or_tools_tag_is_a_call() -> None:
+    # What Qwen2.5-Coder-1.5B wrote under memdir's prompt in 9 of 13 runs, and the <tools>
+    # wrapper it wrote in others.
+    fenced = f"```json\n{PARIS}\n```"
+    assert extract_text_tool_calls(fenced, TOOLS)[0] == ""
+    assert calls_of(fenced) == [("get_weather", {"city": "Paris"})]
+    assert calls_of(f"\n```\n{PARIS}\n```\n") == [("get_weather", {"city": "Paris"})]
+    assert calls_of(f"<tools>{PARIS}</tools>") == [("get_weather", {"city": "Paris"})]
+    # Not the whole answer, not an offered tool, or not a call: left as text.
+    assert unchanged(f"Here is the call:\n```json\n{PARIS}\n```")
+    assert unchanged(f"```json\n{PARIS}\n```\nThat would work.")
+    assert unchanged('```json\n{"name": "rm_rf", "arguments": {"path": "/"}}\n```')
+    assert unchanged('```json\n{"name": "Alice", "age": 7}\n```')
+    assert unchanged(f"```python\n{PARIS}\n```")
+
+
 def test_plain_json_answers_are_not_calls() -> None:
     assert unchanged('{"name": "Alice", "age": 7}')  # no arguments
     assert unchanged('{"name": "delete_everything", "parameters": {"path": "/"}}')  # not offered

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from memdir.models._stream import ModelDelta, TextToolGuard
+from memdir.models._text_tools import extract_text_tool_calls
 
 __all__ = ["OpenAIStreamReader"]
 
@@ -14,18 +15,19 @@ class OpenAIStreamReader:
     """Accumulates ``chat.completion.chunk`` events; :meth:`body` is the non-streamed answer.
 
     Args:
-        guard_text_calls: hold tool-call markup written as text out of the text deltas (when
-            tools were offered; the final answer turns it into tool calls).
+        tool_names: the tools the request offered: tool-call markup written as text is held
+            out of the text deltas (the final answer turns it into tool calls).
     """
 
-    def __init__(self, *, guard_text_calls: bool) -> None:
+    def __init__(self, *, tool_names: Collection[str] = ()) -> None:
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._calls: dict[int, dict[str, str]] = {}
         self._finish: str | None = None
         self._usage: Any = None
         self._whole: dict[str, Any] | None = None
-        self._guard = TextToolGuard() if guard_text_calls else None
+        self._names = list(tool_names)
+        self._guard = TextToolGuard() if self._names else None
 
     def feed(self, event: str, data: Any) -> list[ModelDelta]:
         """Take one chunk; return the deltas it carries."""
@@ -108,7 +110,12 @@ class OpenAIStreamReader:
 
     def finish(self) -> list[ModelDelta]:
         """Text held back at a possible start of tool-call markup that never came."""
-        held = self._guard.flush() if self._guard is not None else ""
+        if self._guard is None:
+            return []
+        was_call = not self._calls and bool(
+            extract_text_tool_calls("".join(self._text), self._names)[1]
+        )
+        held = self._guard.flush(was_call=was_call)
         return [ModelDelta(kind="text", text=held)] if held else []
 
     def body(self) -> dict[str, Any]:

@@ -185,6 +185,7 @@ def _raise_for_error(event: str, data: Any, provider: str) -> None:
 
 
 _TEXT_CALL_MARKERS: Final = ("<tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
+_WHOLE_CALL_OPENINGS: Final = ("```", "~~~", "{", "<tools>")
 
 
 class TextToolGuard:
@@ -200,11 +201,24 @@ class TextToolGuard:
         self._pending = ""
         self._line_start = True
         self._stopped = False
+        self._shown = False
+        self._whole = ""  # an answer that may be one bare call, held until it ends
 
     def push(self, text: str) -> str:
         """The part of ``text`` (after what was held back) that is safe to show now."""
         if self._stopped:
             return ""
+        if not self._shown:
+            # An answer that opens like a bare call (a fence, a brace, <tools>) is held
+            # whole: only its end says whether it is a call or a code block to show.
+            self._whole += text
+            head = self._whole.lstrip()
+            if not head or any(
+                head.startswith(w) or w.startswith(head) for w in _WHOLE_CALL_OPENINGS
+            ):
+                return ""
+            text, self._whole = self._whole, ""
+        self._shown = True
         buf = self._pending + text
         out: list[str] = []
         i = 0
@@ -237,9 +251,17 @@ class TextToolGuard:
         self._pending = ""
         return "".join(out)
 
-    def flush(self) -> str:
-        """What is still held back, at the end of the stream (nothing after a marker)."""
+    def flush(self, *, was_call: bool = False) -> str:
+        """What is still held back, at the end of the stream (nothing after a marker).
+
+        Args:
+            was_call: the whole answer turned out to be a tool call (then a held answer is
+                not shown).
+        """
         if self._stopped:
             return ""
+        if self._whole:
+            held, self._whole = self._whole, ""
+            return "" if was_call else held
         held, self._pending = self._pending, ""
         return held

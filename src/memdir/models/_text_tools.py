@@ -23,8 +23,9 @@ Guards against reading a call where there is none:
   before a ``</think>`` that comes before any marker (servers that strip the opening tag);
 - the markup must hold a JSON object (or a list of them) with a ``"name"``; when tool names are
   given, a name outside them leaves the whole markup as text;
-- bare JSON counts only when it is the whole text (after reasoning), has no keys besides
-  name / arguments / parameters / type, and names one of the given tools.
+- bare JSON counts only when it is the whole text (after reasoning; alone in a ```` ```json ````
+  fence or a ``<tools>`` tag counts too), has no keys besides name / arguments / parameters /
+  type, and names one of the given tools.
 
 Text that is not a call is returned exactly as it came. The function is pure (no I/O, no
 state), so it serves a complete answer and the text accumulated from a finished stream alike;
@@ -298,8 +299,21 @@ def _python_tag(
     return (pos, calls) if _line_ends(text, pos) else None
 
 
+# Whole-answer wrappers small models put around a bare call: a ```json fence (Qwen2.5-Coder
+# does this under memdir's prompt more often than it writes <tool_call>), or the <tools> tag
+# its chat template lists the tools in.
+_WHOLE_WRAPPER = re.compile(
+    r"\A(?:(?P<fence>`{3,}|~{3,})[ \t]*(?:json)?[ \t]*\n(?P<fenced>.*)\n[ \t]*(?P=fence)"
+    r"|<tools>(?P<tagged>.*)</tools>)\Z",
+    re.DOTALL | re.IGNORECASE,
+)
+
+
 def _bare_call(text: str, names: frozenset[str]) -> ToolUseBlock | None:
     body = text.strip()
+    wrapped = _WHOLE_WRAPPER.match(body)
+    if wrapped is not None:
+        body = (wrapped.group("fenced") or wrapped.group("tagged") or "").strip()
     if not (body.startswith("{") and body.endswith("}")):
         return None
     decoded = _decode(body, 0)

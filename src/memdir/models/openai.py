@@ -150,7 +150,7 @@ class OpenAIChatModel(HttpChatModel):
         return {"stream": True, "stream_options": {"include_usage": True}}
 
     def _stream_reader(self, tools: Sequence[ToolSpec] | None) -> OpenAIStreamReader:
-        return OpenAIStreamReader(guard_text_calls=bool(tools))
+        return OpenAIStreamReader(tool_names=[t.name for t in tools or ()])
 
 
 def _parse_response(
