@@ -21,7 +21,7 @@ ADDS = 30
 PASSES = 4
 # A short busy window, so that a write left waiting behind the others fails within the test
 # (the default is 15 s); every process uses it.
-WINDOW_S = 1.0
+WINDOW_S = 5.0
 
 
 def _today() -> datetime:
@@ -82,7 +82,7 @@ def test_writers_maintenance_and_searches_share_the_lock(tmp_path: Path) -> None
     ws = Workspace(root, tz="UTC", clock=_today)
     # A long day already: each write transaction of an add is as long as the add's work.
     old = "".join(
-        f"\n## Memory Add — 2026-11-30T08:00:00Z\n- old fact {i}\n" for i in range(40_000)
+        f"\n## Memory Add — 2026-11-30T08:00:00Z\n- old fact {i}\n" for i in range(100_000)
     )
     ws.write_text(LEDGER, old)
     summary = FunctionModel(lambda call: "# Memory\n- many old facts\n")

@@ -111,6 +111,12 @@ class Engine(Protocol):
         rewrites every unit even if the content hash is unchanged.
         """
 
+    def confirm(self, path: str, snap: FileSnapshot) -> bool:
+        """Record the stat of an unchanged file read beforehand, if its rows are still as read.
+
+        ``False`` when the stored digest or size differ from ``snap`` (sync it instead).
+        """
+
     def sync_tail(
         self,
         path: str,

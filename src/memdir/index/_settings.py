@@ -81,10 +81,11 @@ class SearchSettings:
             values = self._load()
         if values is None:
             name = legacy() if legacy is not None else None
-            if name is not None:
+            if name is not None and not self._warned:
                 try:
                     self._write({"embedder": name})
                 except MemdirError as exc:  # a read-only workspace: use it, uncopied
+                    self._warned = True
                     logger.warning("cannot record the embedder setting in %s: %s", self.path, exc)
             return name
         name = values.get("embedder")

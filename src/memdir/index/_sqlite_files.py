@@ -215,6 +215,27 @@ class SqliteFiles:
             )
             return SyncResult(inserted, count, changed=True)
 
+    def confirm(self, path: str, snap: FileSnapshot) -> bool:
+        """Record the stat of a file read outside any transaction and found unchanged.
+
+        Only if the stored digest and size are still those of ``snap`` (no other writer
+        changed the rows meanwhile); ``False`` otherwise. The file is compared before the
+        lock is taken, so the write lock is held for one ``UPDATE``.
+        """
+        with self._write() as con:
+            cursor = con.execute(
+                "UPDATE files SET mtime_ns = ?, inode = coalesce(?, inode)"
+                " WHERE path = ? AND digest = ? AND size = ?",
+                (
+                    snap.mtime_ns,
+                    snap.inode if snap.inode >= 0 else None,
+                    path,
+                    snap.digest,
+                    snap.size,
+                ),
+            )
+            return cursor.rowcount == 1
+
     def sync_tail(
         self,
         path: str,
@@ -227,9 +248,10 @@ class SqliteFiles:
         ``read(offset, state, size)`` returns the file's bytes from ``offset`` on, or
         ``None`` unless it is still the file of ``state`` and at least ``size`` bytes long.
         ``None`` comes back when the stored state does not allow it (no state yet, another
-        file, one that shrank, or whose old end changed): then :meth:`sync_file` must read
-        the file whole. With ``mark`` (a byte offset), :attr:`SyncResult.line` is the number
-        of the line that starts there.
+        file, one that shrank or did not grow, or whose old end changed): then
+        :meth:`sync_file` must read the file whole. With ``mark`` (a byte offset),
+        :attr:`SyncResult.line` is the number of the line that starts there (and a file
+        that did not grow is taken as indexed).
         """
         with self._write() as con:
             stored = self._tail_state(path)
@@ -250,6 +272,8 @@ class SqliteFiles:
             line = None if mark is None else _line_at(got, mark, state)
             # Only the end was checked: the next staleness check compares the whole file.
             mtime_ns = -1
+            if got.size == info.size and mark is None:
+                return None  # nothing appended: only a whole comparison says it is unchanged
             if got.size == info.size:
                 con.execute("UPDATE files SET mtime_ns = ? WHERE id = ?", (mtime_ns, info.id))
                 return SyncResult(0, info.units, changed=False, line=line)
