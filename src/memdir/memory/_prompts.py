@@ -53,8 +53,8 @@ MEMORY.md and new entries from the daily ledgers. Write the complete new MEMORY.
 - When a new entry updates or contradicts a fact (same subject, new value: "changed to",
   "now", "no longer", "instead of", "switched from X to Y", "was X", 改为, 改成, 换成, 不再,
   现在是, 从X改为Y), write only the new version and remove the old bullet: never keep both.
-  You may note the old value, as in "batch size: 2,000 rows (was 5,000)". The daily ledgers
-  keep the history.
+  You may note the old value in parentheses after the new one ("(was …)"). The daily
+  ledgers keep the history.
 - Keep every existing fact that is still true. Do not drop facts to save space unless the
   budget forces you to, and then drop the least useful ones.
 - Put the most important facts first in each section. One fact per "- " bullet.
