@@ -169,8 +169,10 @@ class WorkspaceContextHook(Hook):
         offset = now.strftime("%z")
         offset = f"{offset[:3]}:{offset[3:]}" if offset else ""
         head = (
-            f"## Context\nToday is {_WEEKDAYS[now.weekday()]} {now.date().isoformat()}, "
-            f"{now.strftime('%H:%M')} in time zone {self.workspace.zone_name()} (UTC{offset})."
+            # The date only: a time of day would change the prompt every minute, and with it
+            # the prompt-cache prefix of every later message (hosted APIs and llama.cpp alike).
+            f"## Context\nToday is {_WEEKDAYS[now.weekday()]} {now.date().isoformat()} "
+            f"in time zone {self.workspace.zone_name()} (UTC{offset})."
         )
         if session_id:
             head += f" Session: {session_id}."
