@@ -89,7 +89,9 @@ def test_truncate_and_clear_configs_validate() -> None:
 def test_hard_limit_leaves_reserve_and_handles_small_windows() -> None:
     cfg = CompactionConfig(reserve_tokens=20_000)
     assert cfg.hard_limit(128_000) == 108_000
-    assert cfg.hard_limit(8_000) == 4_000  # reserve larger than the window: half of it
+    assert cfg.hard_limit(8_000) == 6_000  # a small window reserves a quarter of itself
+    assert cfg.hard_limit(32_768) == 24_576
+    assert cfg.hard_limit(4_096) == 3_072
     assert cfg.hard_limit(None) is None and cfg.hard_limit(0) is None
 
 

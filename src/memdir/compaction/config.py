@@ -154,9 +154,9 @@ class CompactionConfig:
         keep_tokens: when > 0, keep the newest messages fitting in this many tokens instead of
             ``keep_messages``.
         reserve_tokens: headroom below the model's context window for the answer and the
-            summary call. A request above ``context_window - reserve_tokens`` is compacted even
-            when both triggers are off; when that difference is not positive, half the window is
-            the limit.
+            summary call, at most a quarter of the window. A request above ``context_window -
+            min(reserve_tokens, context_window // 4)`` is compacted even when both triggers are
+            off.
         flush_before_compact: call the ``on_flush`` hook with the summarised messages first.
         offload_before_compact: append the summarised messages to the session log before the
             context changes (turning this off makes compaction lossy).
@@ -244,5 +244,7 @@ class CompactionConfig:
         """The request size (tokens) that always triggers compaction, or ``None`` if unknown."""
         if not context_window or context_window <= 0:
             return None
-        limit = context_window - self.reserve_tokens
-        return limit if limit > 0 else max(1, context_window // 2)
+        # A small window keeps three quarters for the request: a fixed 20,000-token reserve
+        # would leave a 32k model 12k, and a 4k one (its system prompt and tool schemas
+        # alone near 2k) compacting on every turn.
+        return max(1, context_window - min(self.reserve_tokens, context_window // 4))
