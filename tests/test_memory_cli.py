@@ -200,3 +200,35 @@ def test_a_long_consolidation_shows_its_batches_on_a_terminal(
     piped = run(root, *command)
     assert piped.exit_code == 0, piped.output
     assert "batch" not in piped.stderr and "consolidating" not in piped.stderr
+
+
+@pytest.mark.parametrize("command", ["consolidate", "maintain", "compact"])
+def test_model_commands_take_a_base_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    import memdir.cli._ingest_cmd as ingest_cmd
+    from memdir.messages import Msg
+    from memdir.models import ExtractiveModel
+    from memdir.sessions import SessionLog
+    from memdir.workspace import Workspace
+
+    seen: list[str | None] = []
+
+    def build(spec: str, base_url: str | None, **_: object) -> ExtractiveModel:
+        seen.append(base_url)
+        return ExtractiveModel()
+
+    monkeypatch.setattr(ingest_cmd, "build_model", build)
+    ws = tmp_path / "ws"
+    CliRunner().invoke(cli, ["-w", str(ws), "add", "The deploy window is Friday."])
+    SessionLog(Workspace(ws), "s1").append([Msg.user("hello"), Msg.assistant("hi")])
+    args = {
+        "compact": ["compact", str(ws / "sessions" / "s1.log.jsonl"), "--force"],
+        "consolidate": ["consolidate"],
+        "maintain": ["maintain", "--once"],
+    }[command]
+    url = "http://127.0.0.1:9/v1"
+    result = CliRunner().invoke(
+        cli, ["-w", str(ws), *args, "--model", "openai:local", "--base-url", url]
+    )
+    assert seen == [url], result.output

@@ -19,12 +19,13 @@ from rich.console import Console
 
 from memdir.cli._common import (
     CliState,
+    base_url_option,
     context_window_option,
     err_console,
     out_console,
     pass_state,
 )
-from memdir.cli._ingest_cmd import base_url_option, build_model, model_option
+from memdir.cli._ingest_cmd import build_model, model_option
 from memdir.errors import MemdirError
 from memdir.messages import SUMMARY_NAME
 

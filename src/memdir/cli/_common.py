@@ -159,3 +159,10 @@ def progress_bar(description: str, *, enabled: bool) -> Iterator[ProgressUpdate 
             bar.update(task, completed=done, total=total, description=description)
 
         yield update
+
+
+base_url_option = click.option(
+    "--base-url",
+    metavar="URL",
+    help="Base URL of an OpenAI-compatible server for --model (e.g. http://localhost:8000/v1).",
+)

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memdir.cli._common import CliState, context_window_option, echo_json, info, pass_state
+from memdir.cli._common import (
+    CliState,
+    base_url_option,
+    context_window_option,
+    echo_json,
+    info,
+    pass_state,
+)
 from memdir.errors import MemdirError
 
 if TYPE_CHECKING:
@@ -31,6 +38,7 @@ __all__ = ["compact_cmd"]
     show_default=True,
     help='Summary model: "extractive" (offline, no LLM) or e.g. "openai:gpt-4o-mini".',
 )
+@base_url_option
 @context_window_option
 @click.option(
     "--trigger-messages",
@@ -75,6 +83,7 @@ def compact_cmd(
     state: CliState,
     session_file: Path,
     model_spec: str,
+    base_url: str | None,
     context_window: int | None,
     trigger_messages: int,
     trigger_tokens: int,
@@ -124,7 +133,7 @@ def compact_cmd(
         trigger_tokens=trigger_tokens,
         keep_messages=keep_messages,
     )
-    model = build_model(model_spec, None, context_window=context_window)
+    model = build_model(model_spec, base_url, context_window=context_window)
     comp = ConversationCompactor(model, ws, config)
     plan = comp.plan(msgs, force=force)
     size = _size(msgs)

@@ -12,6 +12,7 @@ import click
 from memdir.cli._common import (
     CliState,
     ProgressUpdate,
+    base_url_option,
     context_window_option,
     echo_json,
     err_console,
@@ -48,13 +49,6 @@ def model_option(
         metavar="SPEC",
         help=help,
     )
-
-
-base_url_option = click.option(
-    "--base-url",
-    metavar="URL",
-    help="Base URL of an OpenAI-compatible server (e.g. http://localhost:8000/v1).",
-)
 
 
 def build_model(spec: str, base_url: str | None, *, context_window: int | None = None) -> ChatModel:

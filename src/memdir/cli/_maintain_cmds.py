@@ -17,6 +17,7 @@ import click
 from memdir.cli._common import (
     CliState,
     ParsedType,
+    base_url_option,
     echo_json,
     info,
     pass_state,
@@ -53,12 +54,16 @@ def parse_duration(text: str) -> timedelta:
 _MIN_MEMORY_TOKENS = 50
 
 
-def _consolidator(state: CliState, model_spec: str, max_tokens: int) -> Any:
+def _consolidator(
+    state: CliState, model_spec: str, max_tokens: int, base_url: str | None = None
+) -> Any:
+    from memdir.cli._ingest_cmd import build_model
     from memdir.memory import MemoryConsolidator
-    from memdir.models import model_from_string
 
     return MemoryConsolidator(
-        state.workspace(create=False), model_from_string(model_spec), max_memory_tokens=max_tokens
+        state.workspace(create=False),
+        build_model(model_spec, base_url),
+        max_memory_tokens=max_tokens,
     )
 
 
@@ -120,9 +125,8 @@ def _print_consolidation(result: Any) -> None:
 
 @click.command("consolidate")
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
-@click.option(
-    "--model", "model_spec", envvar="MEMDIR_MODEL", default="extractive", help=_MODEL_HELP
-)
+@_model_option
+@base_url_option
 @click.option(
     "--max-tokens",
     type=click.IntRange(min=_MIN_MEMORY_TOKENS),
@@ -133,13 +137,18 @@ def _print_consolidation(result: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
 @pass_state
 def consolidate_cmd(
-    state: CliState, dry_run: bool, model_spec: str, max_tokens: int, as_json: bool
+    state: CliState,
+    dry_run: bool,
+    model_spec: str,
+    base_url: str | None,
+    max_tokens: int,
+    as_json: bool,
 ) -> None:
     """Merge new ledger entries into MEMORY.md now (the previous file goes to memory/.history/).
 
     A long backlog is sent to the model in batches; a progress bar shows them on a terminal.
     """
-    consolidator = _consolidator(state, model_spec, max_tokens)
+    consolidator = _consolidator(state, model_spec, max_tokens, base_url)
     with _showing_batches(consolidator, as_json=as_json, label="consolidating"):
         result = asyncio.run(consolidator.consolidate(dry_run=dry_run))
     if as_json:
@@ -191,9 +200,8 @@ def _print_report(report: Any) -> None:
     help="Run a pass every DURATION (6h, 30m…) until ^C.",
 )
 @click.option("--dry-run", is_flag=True, help="Show what would be done; change nothing.")
-@click.option(
-    "--model", "model_spec", envvar="MEMDIR_MODEL", default="extractive", help=_MODEL_HELP
-)
+@_model_option
+@base_url_option
 @click.option(
     "--retention-days",
     type=click.IntRange(min=1),
@@ -216,6 +224,7 @@ def maintain_cmd(
     every: timedelta | None,
     dry_run: bool,
     model_spec: str,
+    base_url: str | None,
     retention_days: int,
     session_retention_days: int,
     as_json: bool,
@@ -231,7 +240,7 @@ def maintain_cmd(
     config = MaintenanceConfig(
         daily_file_retention_days=retention_days, session_retention_days=session_retention_days
     )
-    consolidator = _consolidator(state, model_spec, config.max_memory_tokens)
+    consolidator = _consolidator(state, model_spec, config.max_memory_tokens, base_url)
     scheduler = MemoryMaintenanceScheduler(
         state.workspace(create=False), consolidator, config=config
     )
