@@ -253,3 +253,19 @@ def test_no_stream_prints_each_reply_whole(tmp_path: Path) -> None:
     repl, out = _repl(tmp_path, FunctionModel(lambda call: "one two three four"), stream=False)
     repl.run(iter(["hi\n"]))
     assert [w for w in out.writes if w.strip()] == ["one two three four\n"]
+
+
+def test_a_failure_after_tools_ran_keeps_the_turn_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def answer(call: ModelCall) -> Msg:
+        if call.messages[-1].role == "tool":
+            raise ModelError("the provider answered 503", status_code=503)
+        use = ToolUseBlock(id="c1", name="memory_search", input={"query": "db"})
+        return Msg.assistant(tool_calls=[use])
+
+    fake = FakeAgentModel()
+    fake.model = FunctionModel(answer)
+    code, _, err, _ = _chat(tmp_path, monkeypatch, "Which database?\n", fake)
+    assert code == 1
+    assert "after its tool calls ran" in err and "send it again" not in err

@@ -158,6 +158,14 @@ class ChatRepl:
             return
         if removed:
             self.err.print("(your message was not kept; send it again to retry)")
+        elif self.agent.history(self.session_id)[-1:] and (
+            self.agent.history(self.session_id)[-1].role == "tool"
+        ):
+            # Tools already ran for it: their effects happened, so the turn is kept.
+            self.err.print(
+                "(the reply failed after its tool calls ran; the message and their results are "
+                "kept: send 'continue' to get the answer)"
+            )
 
     async def _stream(self, text: str) -> None:
         async for event in self.agent.stream(text, session_id=self.session_id):
@@ -367,7 +375,8 @@ def chat_cmd(
     \b
     /compact /memory /search QUERY /new /help /exit (or Ctrl-D)
     Ctrl-C stops the current reply; at the prompt it leaves (exit code 130).
-    A message that got no reply (the model failed) is not kept: send it again to retry.
+    A message that got no reply (the model failed) is not kept: send it again to retry
+    (unless tools already ran for it: then it is kept, and 'continue' gets the answer).
     With input from a pipe, the exit code is 1 if any message got no reply.
     """
     from memdir.agent import HarnessAgent
