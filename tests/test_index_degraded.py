@@ -109,8 +109,18 @@ def _cli_search(root: str) -> dict[str, Any]:
     return {"code": result.exit_code, "output": result.output}
 
 
+def _tool_search(root: str) -> dict[str, Any]:
+    from memdir.tools import memory_get, memory_search
+
+    return {
+        "tool": memory_search("beavers", workspace=root),
+        "get": memory_get(LEDGER, workspace=root),
+    }
+
+
 SCENARIOS: dict[str, Callable[[str], dict[str, Any]]] = {
     "search": _search,
+    "tool-search": _tool_search,
     "cli-search": _cli_search,
     "hybrid": _hybrid,
     "add": _add,
@@ -195,6 +205,18 @@ def test_a_read_only_copy_without_the_index_directory_is_searched(shared_root: P
     result, logged = _run(shared_root, "cli-search", "ro")
     assert result["code"] == 0 and f"{LEDGER}#L3-L3" in result["output"]
     assert any("reads the memory files directly" in m for m in logged), logged
+
+
+def test_the_tools_search_a_read_only_copy_of_the_memory_files(shared_root: Path) -> None:
+    # A checkout holding only MEMORY.md and memory/ (no sessions/, no .index/).
+    _workspace(shared_root, index=True, stale=True)
+    for rel in (".index", "sessions", "large_tool_results"):
+        shutil.rmtree(shared_root / rel, ignore_errors=True)
+    _read_only(shared_root)
+    result, _ = _run(shared_root, "tool-search", "ro")
+    assert f"{LEDGER}#L3-L3" in result["tool"] and "beavers build dams" in result["tool"]
+    assert "otters hold hands" in result["get"]
+    assert not (shared_root / "sessions").exists()
 
 
 def test_a_read_only_workspace_keeps_hybrid_search(shared_root: Path) -> None:

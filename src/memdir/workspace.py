@@ -24,6 +24,7 @@ Rewrites are atomic (temp file + fsync + ``os.replace``); appends are one ``writ
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import re
@@ -173,6 +174,19 @@ def _parse_zone(tz: tzinfo | str | None) -> tzinfo | None:
     return tz
 
 
+_READ_ONLY_WARNED: set[Path] = set()
+
+
+def _warn_read_only(root: Path) -> None:
+    if root not in _READ_ONLY_WARNED:
+        _READ_ONLY_WARNED.add(root)
+        logging.getLogger("memdir.workspace").warning(
+            "workspace %s may not be written: it is read and searched as it is, and writes "
+            "to it will fail",
+            root,
+        )
+
+
 class Workspace:
     """A memory workspace directory.
 
@@ -221,12 +235,22 @@ class Workspace:
     # -- layout -------------------------------------------------------------------------
 
     def init(self) -> None:
-        """Create the directory layout (idempotent). Existing files are never touched."""
-        try:
-            for rel in (MEMORY_DIR, ARCHIVE_DIR, SESSIONS_DIR, LARGE_RESULTS_DIR, INDEX_DIR):
+        """Create the directory layout (idempotent). Existing files are never touched.
+
+        An existing workspace that may not be written (a read-only copy or mount) stays as it
+        is, with a warning: it can be read and searched, and a write fails when it is tried.
+        """
+        existed = self.root.is_dir()
+        for rel in (MEMORY_DIR, ARCHIVE_DIR, SESSIONS_DIR, LARGE_RESULTS_DIR, INDEX_DIR):
+            try:
                 (self.root / rel).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise WorkspaceError(f"cannot create workspace at {self.root}: {exc.strerror}") from exc
+            except OSError as exc:
+                if existed and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                    _warn_read_only(self.root)
+                    return
+                raise WorkspaceError(
+                    f"cannot create workspace at {self.root}: {exc.strerror}"
+                ) from exc
 
     @property
     def memory_md(self) -> Path:
