@@ -303,3 +303,21 @@ def test_a_full_database_answers_from_the_files_until_there_is_room(
         warnings.simplefilter("error")
         with MemoryIndex(ws) as idx:
             assert len(idx.search("beaver dam", 1000)) == 1000
+
+
+def test_maintenance_reports_the_index_step_failed_when_the_index_is_full(
+    tmp_path: Path, full_database: _Full
+) -> None:
+    from memdir.memory import MaintenanceConfig, MemoryConsolidator, MemoryMaintenanceScheduler
+    from memdir.models import ExtractiveModel
+
+    ws = _workspace(tmp_path / "ws", index=True, stale=False)
+    ws.append_text(
+        LEDGER, "".join(f"- fact {i} about river otter number {i}\n" for i in range(3000))
+    )
+    scheduler = MemoryMaintenanceScheduler(
+        ws, MemoryConsolidator(ws, ExtractiveModel()), config=MaintenanceConfig()
+    )
+    full_database.on = True
+    report = scheduler.run_once()
+    assert any("reindex" in str(e) for e in report.errors), report.errors

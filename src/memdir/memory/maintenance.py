@@ -303,9 +303,12 @@ class MemoryMaintenanceScheduler:
         )
 
     def _reindex(self) -> IndexStats:
+        # Not refresh(): on a read-only workspace or a full disk it falls back to an index in
+        # memory with a warning, which would report this step as done when nothing was saved.
         if self.index is not None:
-            return self.index.refresh()
-        return self._with_own_index(lambda index: index.refresh())
+            full = getattr(self.index, "index_all_from_workspace", None)
+            return full() if callable(full) else self.index.refresh()
+        return self._with_own_index(lambda index: index.index_all_from_workspace())
 
     def _embed(self) -> EmbedStats | None:
         from memdir.index import MemoryIndex
