@@ -3,7 +3,7 @@
 For each ledger size (in blocks of one ``## Memory Add`` header and one bullet, as
 ``memory_add`` writes them): a fresh workspace whose ledger for today already holds that many
 blocks, indexed; a few warm-up adds, then ``--adds`` timed calls of
-``memdir._toolcore.add_memory`` (fsync'd locked append, then indexing) in one process.
+``memdir.tools._core.add_memory`` (fsync'd locked append, then indexing) in one process.
 Reported per add: median and p95 wall time, and the bytes the process read (``rchar`` of
 ``/proc/self/io``: page-cache reads count too, which is the work an add does).
 
@@ -55,7 +55,7 @@ def _day(blocks: int) -> str:
 
 def measure(blocks: int, adds: int) -> dict[str, Any]:
     """Time ``adds`` calls of ``add_memory`` on a ledger of ``blocks`` blocks (this process)."""
-    from memdir._toolcore import add_memory, close_shared_indexes, shared_index
+    from memdir.tools._core import add_memory, close_shared_indexes, shared_index
     from memdir.workspace import Workspace
 
     with tempfile.TemporaryDirectory(prefix="memdir-bench-append-") as tmp:

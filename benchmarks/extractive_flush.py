@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memdir.messages import Msg
-from memdir.models._extract_memory import NO_REPLY, extract_facts
+from memdir.models.extractive._extract_memory import NO_REPLY, extract_facts
 
 LOCOMO = Path("/work/shared/bench/locomo10.json")
 MEMORYBANK = Path("/work/shared/bench/memorybank/raw")

@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from memdir import MemoryConsolidator, MemoryFlushManager, MemoryIndex, Msg, Workspace
-from memdir.ledger import normalize_bullet
 from memdir.memory._entries import parse_bullets
 from memdir.models import ExtractiveModel
+from memdir.store.ledger import normalize_bullet
 from retrieval import write_corpus
 
 DATA = Path("/work/shared/bench/locomo10.json")

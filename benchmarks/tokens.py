@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from memdir._tokenizers import FEATURES, PROFILES, EstimatorProfile, features, load_exact
+from memdir.tokens._tokenizers import FEATURES, PROFILES, EstimatorProfile, features, load_exact
 
 CATEGORIES = ("english", "chinese", "code", "json_en", "json_zh", "memory", "other")
 PER_CATEGORY = 600  # samples per category, half of them in each half

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memdir._toolcore import add_memory, close_shared_indexes, shared_index
 from memdir.index import MemoryIndex
+from memdir.tools._core import add_memory, close_shared_indexes, shared_index
 from memdir.workspace import Workspace
 
 PROC_IO = Path("/proc/self/io")

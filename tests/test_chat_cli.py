@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memdir._toolcore import close_shared_indexes
 from memdir.cli import _chat_cmd, cli
 from memdir.cli._chat_cmd import ChatRepl
 from memdir.errors import ModelError
 from memdir.messages import SUMMARY_NAME, Msg, ToolUseBlock
 from memdir.models import ExtractiveModel
 from memdir.testing import FunctionModel, ModelCall
+from memdir.tools._core import close_shared_indexes
 
 
 @pytest.fixture(autouse=True)

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from memdir._toolcore import close_shared_indexes
 from memdir.cli import cli
 from memdir.index import MemoryIndex
+from memdir.tools._core import close_shared_indexes
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "workspace"
 
@@ -155,8 +155,8 @@ def test_add_reindexes_the_ledger_it_wrote(root: Path) -> None:
 
 
 def test_add_refuses_a_huge_entry_whole_and_writes_nothing(root: Path) -> None:
-    from memdir._toolcore import MAX_ENTRY_CHARS
     from memdir.tools import memory_add
+    from memdir.tools._core import MAX_ENTRY_CHARS
 
     ledgers = sorted((root / "memory").glob("*.md"))
     before = {path: path.read_bytes() for path in ledgers}
@@ -281,12 +281,12 @@ def test_add_refuses_undecodable_text_with_one_line(root: Path) -> None:
 def test_an_os_error_is_one_line_and_exit_1_and_minus_v_shows_it(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memdir._toolcore
+    import memdir.tools._core
 
     def disk_full(*args: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(memdir._toolcore, "add_memory", disk_full)
+    monkeypatch.setattr(memdir.tools._core, "add_memory", disk_full)
     result = run(root, "add", "a fact")
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines() == [

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memdir._toolcore import close_shared_indexes
 from memdir.cli import cli
 from memdir.cli._demo import (
     DEMO_SEARCHES,
@@ -18,6 +17,7 @@ from memdir.cli._demo import (
     sample_transcripts_dir,
     sample_workspace_dir,
 )
+from memdir.tools._core import close_shared_indexes
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "workspace"
 
@@ -129,9 +129,9 @@ def test_sample_ships_with_the_package_or_the_checkout() -> None:
 
 
 async def test_sample_memory_md_already_holds_its_ledgers(tmp_path: Path) -> None:
-    from memdir.ledger import append_bullets
     from memdir.memory import MemoryConsolidator
     from memdir.models import ExtractiveModel
+    from memdir.store.ledger import append_bullets
     from memdir.workspace import Workspace
 
     ws = create_demo_workspace(tmp_path / "demo")

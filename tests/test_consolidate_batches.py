@@ -8,9 +8,9 @@ from datetime import date
 import pytest
 
 from memdir.errors import ConfigError
-from memdir.ledger import append_bullets
 from memdir.memory import MemoryConsolidator
 from memdir.models import CURRENT_KEY, ENTRIES_KEY
+from memdir.store.ledger import append_bullets
 from memdir.testing import FunctionModel, ModelCall
 from memdir.workspace import Workspace
 

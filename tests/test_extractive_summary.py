@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from memdir.messages import SUMMARY_NAME, Msg, ToolUseBlock
 from memdir.models import MESSAGES_KEY, TASK_KEY, ExtractiveModel
-from memdir.models._extract_summary import parse_summary, summarize
+from memdir.models.extractive._extract_summary import parse_summary, summarize
 
 
 def call(call_id: str, name: str, **args: Any) -> ToolUseBlock:

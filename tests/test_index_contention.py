@@ -36,7 +36,7 @@ def _short_window() -> None:
 
 def _writer(root: str, worker: int, barrier: Any, out: Any) -> None:
     _short_window()
-    from memdir._toolcore import add_memory
+    from memdir.tools._core import add_memory
 
     ws = Workspace(root, tz="UTC", clock=_today)
     barrier.wait(timeout=120)
@@ -130,9 +130,9 @@ def test_an_add_that_could_not_be_indexed_is_found_by_the_next_search(
 ) -> None:
     import sqlite3
 
-    from memdir._toolcore import add_memory, close_shared_indexes
     from memdir.index import _schema
     from memdir.tools import memory_search
+    from memdir.tools._core import add_memory, close_shared_indexes
 
     monkeypatch.setattr(_schema, "BUSY_TIMEOUT_S", 0.2)
     add_memory(ws, "the first fact")

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memdir.index import MemoryIndex
-from memdir.ledger import normalize_bullet
+from memdir.store.ledger import normalize_bullet
 from memdir.workspace import Workspace
 
 SYNTAX = ['"', "'", "*", "(", ")", "NEAR", "AND", "OR", "NOT", "-", "^", ":", "+", "{", "}"]

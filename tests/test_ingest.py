@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from memdir._toolcore import close_shared_indexes
 from memdir.compaction import CompactionConfig
 from memdir.errors import ConfigError, ModelError
 from memdir.index import MemoryIndex
 from memdir.ingest import expand_paths, ingest
+from memdir.ingest.transcripts import load_transcript
 from memdir.messages import SUMMARY_NAME, Msg, msgs_to_json
 from memdir.models import ExtractiveModel
 from memdir.sessions import SessionLog
 from memdir.testing import FunctionModel, ModelCall
-from memdir.transcripts import load_transcript
+from memdir.tools._core import close_shared_indexes
 from memdir.workspace import Workspace
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "transcripts"

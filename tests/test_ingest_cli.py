@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memdir._toolcore import close_shared_indexes
 from memdir.cli import cli
+from memdir.tools._core import close_shared_indexes
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "transcripts"
 BILLING = str(EXAMPLES / "billing-migration.openai.json")

@@ -13,9 +13,9 @@ import anyio
 import pytest
 
 import memdir
-from memdir._toolcore import close_shared_indexes
 from memdir.mcp import create_server
 from memdir.tools import TOOL_DESCRIPTIONS, TOOL_SCHEMAS, memory_get, memory_search
+from memdir.tools._core import close_shared_indexes
 from memdir.workspace import Workspace
 
 mcp = pytest.importorskip("mcp")

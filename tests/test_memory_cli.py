@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 from memdir.cli import cli
 from memdir.cli._maintain_cmds import parse_duration
 from memdir.errors import ConfigError
-from memdir.ledger import append_bullets
+from memdir.store.ledger import append_bullets
 from memdir.workspace import Workspace
 
 

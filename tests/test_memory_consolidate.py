@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from memdir.errors import ConfigError, ModelError
-from memdir.ledger import append_bullets
 from memdir.memory import MemoryConsolidator, read_consolidation_log
 from memdir.memory._lease import Lease
 from memdir.models import CURRENT_KEY, ENTRIES_KEY, MAX_CHARS_KEY, TASK_KEY
+from memdir.store.ledger import append_bullets
 from memdir.testing import FunctionModel, ModelCall, ScriptedModel
 from memdir.workspace import Workspace
 

@@ -16,7 +16,6 @@ import pytest
 
 from conftest import FixedClock
 from memdir.errors import ConfigError
-from memdir.ledger import append_bullets
 from memdir.memory import (
     ConsolidationResult,
     MaintenanceConfig,
@@ -25,6 +24,7 @@ from memdir.memory import (
 )
 from memdir.memory._lease import Lease
 from memdir.memory._retention import archive_ledger, expire_ledgers, prune_old_files
+from memdir.store.ledger import append_bullets
 from memdir.testing import FunctionModel, ModelCall
 from memdir.workspace import Workspace
 

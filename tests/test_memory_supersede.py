@@ -6,10 +6,10 @@ from datetime import date
 
 import pytest
 
-from memdir.ledger import append_bullets
 from memdir.memory import MemoryConsolidator, read_consolidation_log
 from memdir.models import CURRENT_KEY, ENTRIES_KEY, ExtractiveModel
-from memdir.models._extract_memory import consolidate
+from memdir.models.extractive._extract_memory import consolidate
+from memdir.store.ledger import append_bullets
 from memdir.testing import FunctionModel, ModelCall
 from memdir.workspace import Workspace
 

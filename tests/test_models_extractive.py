@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memdir.errors import ModelError
-from memdir.ledger import normalize_bullet
 from memdir.messages import SUMMARY_NAME, Msg, ToolResultBlock, ToolUseBlock
 from memdir.models import (
     CURRENT_KEY,
@@ -23,8 +22,9 @@ from memdir.models import (
     ChatModel,
     ExtractiveModel,
 )
-from memdir.models._extract_memory import consolidate, extract_facts
-from memdir.models._extract_summary import parse_summary, summarize
+from memdir.models.extractive._extract_memory import consolidate, extract_facts
+from memdir.models.extractive._extract_summary import parse_summary, summarize
+from memdir.store.ledger import normalize_bullet
 
 
 async def ask(task: str, max_output_tokens: int | None = None, **meta: Any) -> str:

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from memdir.messages import Msg
 from memdir.models import KNOWN_KEY, MESSAGES_KEY, NO_REPLY, TASK_KEY, ExtractiveModel
-from memdir.models._extract import near_duplicate
-from memdir.models._extract_dates import resolve_dates
-from memdir.models._extract_memory import consolidate, extract_facts
-from memdir.models._extract_signals import KEEP, fact_score
+from memdir.models.extractive._extract import near_duplicate
+from memdir.models.extractive._extract_dates import resolve_dates
+from memdir.models.extractive._extract_memory import consolidate, extract_facts
+from memdir.models.extractive._extract_signals import KEEP, fact_score
 
 SAT = datetime(2026, 11, 28, 18, 30, tzinfo=UTC)  # a Saturday
 MON = date(2026, 11, 30)  # a Monday
@@ -446,7 +446,7 @@ def test_the_users_own_sections_keep_their_place() -> None:
 def test_a_long_conversation_compares_each_fact_with_few_others(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import memdir.models._extract_memory as em
+    import memdir.models.extractive._extract_memory as em
 
     calls = 0
     real = em._repeats
@@ -493,9 +493,9 @@ _WORDS = ["tea", "coffee", "Lyon", "Paris", "2026", "likes", "moved", "works", "
 def test_the_word_index_finds_exactly_the_repeats(
     rows: list[tuple[str, list[str], bool]],
 ) -> None:
-    from memdir.ledger import normalize_bullet
-    from memdir.models._extract import split_label, tokens
-    from memdir.models._extract_memory import _core, _Fact, _repeats, _Seen
+    from memdir.models.extractive._extract import split_label, tokens
+    from memdir.models.extractive._extract_memory import _core, _Fact, _repeats, _Seen
+    from memdir.store.ledger import normalize_bullet
 
     seen, brute = _Seen(), []
     for speaker, words, assistant in rows:

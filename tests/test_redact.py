@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from memdir.compaction import CompactionConfig, ConversationCompactor
 from memdir.errors import ConfigError
 from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
-from memdir.ledger import append_bullets
 from memdir.memory import MemoryConsolidator, MemoryFlushManager
 from memdir.messages import Msg, ToolUseBlock
 from memdir.redact import DEFAULT_PATTERNS, RedactionPattern, Redactor, redact
+from memdir.store.ledger import append_bullets
 from memdir.testing import FunctionModel, ModelCall, ScriptedModel
 from memdir.tools import memory_add
 from memdir.workspace import Workspace

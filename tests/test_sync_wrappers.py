@@ -11,9 +11,9 @@ import pytest
 
 from memdir.errors import ConfigError
 from memdir.ingest import ingest, ingest_sync
-from memdir.ledger import append_bullets
 from memdir.memory import MemoryConsolidator, MemoryMaintenanceScheduler
 from memdir.models import ExtractiveModel
+from memdir.store.ledger import append_bullets
 from memdir.workspace import Workspace
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "transcripts"

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memdir._tokenizers import FEATURES, PROFILES, load_exact
 from memdir.errors import ConfigError
 from memdir.messages import ImageBlock, Msg, TextBlock, ThinkingBlock, ToolUseBlock
 from memdir.models import ToolSpec, Usage
@@ -22,6 +21,7 @@ from memdir.tokens import (
     UsageAnchor,
     default_counter,
 )
+from memdir.tokens._tokenizers import FEATURES, PROFILES, load_exact
 
 # A small hand-written sample per category (not benchmark data). Each text is long enough
 # for a per-text tolerance to be meaningful.
@@ -187,7 +187,7 @@ def test_lone_surrogates_and_control_characters_do_not_break_counting() -> None:
 
 
 def test_profile_rejects_negative_or_unknown_weights() -> None:
-    from memdir._tokenizers import EstimatorProfile
+    from memdir.tokens._tokenizers import EstimatorProfile
 
     with pytest.raises(ValueError, match="non-negative"):
         EstimatorProfile(name="x", weights={"letters": -1.0})

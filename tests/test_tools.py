@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memdir import tools
-from memdir._toolcore import close_shared_indexes, shared_index
 from memdir.errors import IndexError_
 from memdir.index import MemoryIndex
 from memdir.tools import (
@@ -31,6 +30,7 @@ from memdir.tools import (
     memory_get,
     memory_search,
 )
+from memdir.tools._core import close_shared_indexes, shared_index
 from memdir.workspace import Workspace
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "workspace"

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from memdir.errors import MemdirError
+from memdir.ingest.transcripts import load_transcript, session_id_for
 from memdir.messages import Msg, ToolUseBlock
-from memdir.transcripts import load_transcript, session_id_for
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "transcripts"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memdir.errors import ConfigError, MemdirError, WorkspaceError
-from memdir.ledger import append_bullets, normalize_bullet
+from memdir.store.ledger import append_bullets, normalize_bullet
 from memdir.workspace import Workspace, resolve_workspace_root
 
 

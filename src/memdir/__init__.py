@@ -47,6 +47,7 @@ from memdir.messages import (
 from memdir.models import ChatModel, ModelResponse, ToolSpec, Usage, model_from_string
 from memdir.redact import Redactor, redact
 from memdir.sessions import LogSpan, SessionLog
+from memdir.store.workspace import Workspace
 from memdir.tokens import (
     EstimatingCounter,
     ExactCounter,
@@ -55,7 +56,6 @@ from memdir.tokens import (
     default_counter,
 )
 from memdir.tools import memory_add, memory_get, memory_search
-from memdir.workspace import Workspace
 
 __version__ = "0.1.0"
 

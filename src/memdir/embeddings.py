@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import httpx
 
 from memdir.errors import ConfigError, ModelError
-from memdir.ledger import BULLET_MARKER
 from memdir.models._adapter import is_http_url
 from memdir.models._http import RetryPolicy, post_json_sync
+from memdir.store.ledger import BULLET_MARKER
 
 if TYPE_CHECKING:
     import numpy as np

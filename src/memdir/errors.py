@@ -20,7 +20,7 @@ one type. Messages are one line and say what to do next.
     └── SessionBusyError     another turn of the same session is running (memdir.agent)
 
 Wrong argument types on public entry points raise the family member of the module called
-(``WorkspaceError`` from :class:`~memdir.workspace.Workspace`, ``ConfigError`` from models and
+(``WorkspaceError`` from :class:`~memdir.store.workspace.Workspace`, ``ConfigError`` from models and
 token counters, ``MessageFormatError`` from message converters), never a bare ``TypeError``.
 """
 

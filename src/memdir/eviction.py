@@ -35,7 +35,7 @@ from typing import Any
 from memdir.errors import ConfigError, WorkspaceError
 from memdir.messages import ImageBlock, Msg, TextBlock, ToolResultBlock
 from memdir.redact import redact
-from memdir.workspace import Workspace, atomic_write
+from memdir.store.workspace import Workspace, atomic_write
 
 __all__ = [
     "DEFAULT_EXCLUDED_TOOLS",

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from memdir.errors import ConfigError
+from memdir.store.workspace import Workspace
 from memdir.tools import TOOL_DESCRIPTIONS, TOOL_SCHEMAS, memory_add, memory_get, memory_search
-from memdir.workspace import Workspace
 
 __all__ = ["INSTALL_HINT", "SERVER_NAME", "create_server", "serve"]
 

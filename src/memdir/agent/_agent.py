@@ -71,8 +71,8 @@ from memdir.messages import SUMMARY_NAME, Msg, ToolResultBlock, ToolUseBlock
 from memdir.models import ChatModel, ModelDelta, ModelResponse, ToolSpec
 from memdir.redact import redact
 from memdir.sessions import SessionLog, validate_session_id
+from memdir.store.workspace import Workspace
 from memdir.tokens import default_counter
-from memdir.workspace import Workspace
 
 __all__ = ["HarnessAgent", "SessionBusyError"]
 

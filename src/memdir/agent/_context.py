@@ -18,12 +18,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from memdir._safeopen import PathRefused, warn_skipped
 from memdir.agent.events import PreReasoningEvent
 from memdir.agent.hooks import Hook
 from memdir.errors import ConfigError
+from memdir.store._safeopen import PathRefused, warn_skipped
+from memdir.store.workspace import AGENTS_MD, MEMORY_MD, Workspace
 from memdir.tokens import TokenCounter, default_counter
-from memdir.workspace import AGENTS_MD, MEMORY_MD, Workspace
 
 __all__ = ["DEFAULT_CONTEXT_TOKENS", "WorkspaceContextHook"]
 

@@ -18,7 +18,8 @@ import os
 import stat
 from typing import Final
 
-from memdir._safeopen import (
+from memdir.errors import MemdirError, ToolInputError, WorkspaceError
+from memdir.store._safeopen import (
     PathMissing,
     PathRefused,
     locate,
@@ -26,8 +27,7 @@ from memdir._safeopen import (
     read_regular,
     shown_path,
 )
-from memdir.errors import MemdirError, ToolInputError, WorkspaceError
-from memdir.workspace import (
+from memdir.store.workspace import (
     FILE_TOOL_AREA,
     INDEX_DIR,
     LARGE_RESULTS_DIR,

@@ -20,7 +20,7 @@ from typing import Any, TypeAlias, TypeVar
 
 from memdir.errors import ConfigError, MemdirError
 from memdir.messages import Msg
-from memdir.workspace import Workspace
+from memdir.store.workspace import Workspace
 
 __all__ = [
     "AgentInput",

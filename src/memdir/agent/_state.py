@@ -24,7 +24,7 @@ from memdir.messages import (
     dangling_tool_calls,
 )
 from memdir.sessions import validate_session_id
-from memdir.workspace import SESSIONS_DIR, Workspace, atomic_write
+from memdir.store.workspace import SESSIONS_DIR, Workspace, atomic_write
 
 __all__ = ["INTERRUPTED_RESULT", "SessionStore", "repair_dangling"]
 

@@ -2,8 +2,9 @@
 
 ``def search_web(query: str, limit: int = 5) -> str`` with a Google-style docstring becomes a
 :class:`Tool` whose schema lists ``query`` (required, string) and ``limit`` (integer, default 5),
-each described by its ``Args:`` entry. Parameters annotated :class:`~memdir.workspace.Workspace`
-are not shown to the model: the agent passes its workspace.
+each described by its ``Args:`` entry. Parameters annotated
+:class:`~memdir.store.workspace.Workspace` are not shown to the model: the agent passes its
+workspace.
 
 Running a tool never raises: bad arguments, exceptions and timeouts become ``is_error`` results
 the model can act on. Sync functions run in a worker thread so the loop stays responsive.
@@ -26,7 +27,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from memdir.errors import ConfigError, MemdirError
 from memdir.messages import ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from memdir.models import ToolSpec
-from memdir.workspace import Workspace
+from memdir.store.workspace import Workspace
 
 __all__ = ["Tool", "builtin_tools", "tool_from_function"]
 

@@ -43,7 +43,7 @@ from memdir.eviction import (
 )
 from memdir.memory import MemoryFlushManager
 from memdir.messages import Msg
-from memdir.workspace import Workspace
+from memdir.store.workspace import Workspace
 
 __all__ = [
     "DEFAULT_PRIORITY",

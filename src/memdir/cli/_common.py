@@ -14,7 +14,7 @@ from click.core import ParameterSource
 from rich.console import Console
 
 from memdir.errors import ConfigError, WorkspaceError
-from memdir.workspace import MEMORY_DIR, Workspace
+from memdir.store.workspace import MEMORY_DIR, Workspace
 
 
 @dataclass

@@ -107,9 +107,9 @@ def compact_cmd(
     """
     from memdir.cli._ingest_cmd import build_model
     from memdir.compaction import CompactionConfig, CompactionEvent, ConversationCompactor
+    from memdir.ingest.transcripts import load_transcript, session_id_for
     from memdir.messages import msgs_to_json
-    from memdir.transcripts import load_transcript, session_id_for
-    from memdir.workspace import SESSIONS_DIR, atomic_write, resolve_workspace_root
+    from memdir.store.workspace import SESSIONS_DIR, atomic_write, resolve_workspace_root
 
     if trigger_messages and keep_messages >= trigger_messages:
         raise click.UsageError("--keep-messages must be smaller than --trigger-messages")

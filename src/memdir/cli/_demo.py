@@ -24,7 +24,7 @@ from memdir.compaction import CompactionConfig
 from memdir.errors import MemdirError, WorkspaceError
 from memdir.eviction import ToolResultEvictionConfig
 from memdir.messages import SUMMARY_NAME
-from memdir.workspace import Workspace
+from memdir.store.workspace import Workspace
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _CITATION = re.compile(r"^(?P<path>[^\s#]+)#L(?P<start>\d+)-L(?P<end>\d+)", re.MULTILINE)

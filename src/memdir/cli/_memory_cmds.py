@@ -32,7 +32,7 @@ def add(state: CliState, text: str) -> None:
     The ledger is re-indexed right away, so 'memdir search' finds the new bullets. Prints
     the citation of what was written (PATH#Lstart-Lend) on stdout.
     """
-    from memdir._toolcore import add_memory, masked_note
+    from memdir.tools._core import add_memory, masked_note
 
     raw = sys.stdin.read() if text == "-" else text
     if not raw.strip():

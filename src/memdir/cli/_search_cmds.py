@@ -107,8 +107,8 @@ def search_cmd(state: CliState, query: str, max_results: int, as_json: bool) -> 
 
     Each hit prints as PATH#Lstart-Lend [section]: text. No hits is not an error (exit 0).
     """
-    from memdir._toolcore import MAX_QUERY_CHARS, check_text, shared_index
     from memdir.tools import MAX_RESULTS_CAP, format_hits
+    from memdir.tools._core import MAX_QUERY_CHARS, check_text, shared_index
 
     text = check_text("query", query, max_chars=MAX_QUERY_CHARS, hint="give a few keywords")
     ws = state.workspace(create=False)
@@ -141,14 +141,14 @@ def get_cmd(state: CliState, path: str, as_json: bool) -> None:
     search citation such as memory/2026-10-14.md#L3-L5. The text goes to stdout as it is in
     the file; the location goes to stderr.
     """
-    from memdir._toolcore import (
+    from memdir.errors import ToolInputError
+    from memdir.tools._core import (
         MAX_PATH_CHARS,
         check_text,
         is_memory_file,
         parse_citation,
         read_memory,
     )
-    from memdir.errors import ToolInputError
 
     cited = parse_citation(check_text("PATH", path, max_chars=MAX_PATH_CHARS))
     ws = state.workspace(create=False)

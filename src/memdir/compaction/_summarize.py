@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memdir._render import clip, render_message
 from memdir.compaction.overflow import is_context_overflow
 from memdir.compaction.summary import render_messages, render_prompt
 from memdir.compaction.summary import summary_text as unwrap_summary
 from memdir.errors import MemdirError
 from memdir.messages import SUMMARY_NAME, Msg
+from memdir.messages._render import clip, render_message
 from memdir.models import MESSAGES_KEY, TASK_KEY, ChatModel, generate_patiently
 
 __all__ = ["SummaryOutcome", "input_budget", "summarize"]

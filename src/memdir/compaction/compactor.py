@@ -24,7 +24,6 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from memdir._msg import as_list
 from memdir.compaction._plan import plan_summary
 from memdir.compaction._run import Run
 from memdir.compaction.config import CompactionConfig
@@ -32,10 +31,11 @@ from memdir.compaction.events import CompactionListener
 from memdir.compaction.summary import summary_text
 from memdir.errors import ConfigError
 from memdir.messages import Msg
+from memdir.messages._msg import as_list
 from memdir.models import ChatModel, ToolSpec
 from memdir.sessions import LogSpan, SessionLog, validate_session_id
+from memdir.store.workspace import Workspace
 from memdir.tokens import TokenCounter, default_counter
-from memdir.workspace import Workspace
 
 __all__ = ["CompactionPlan", "CompactionResult", "ConversationCompactor", "FlushHook"]
 

@@ -4,7 +4,7 @@
 ``__context__``, exception groups; cycle-safe) and, at every link, at the exception type, its
 HTTP status and error payload (``status_code``/``body`` as on
 :class:`~memdir.errors.ModelError`, or ``response.status_code`` as on httpx / SDK errors) and
-its message. The phrasings and codes it recognises are those of :mod:`memdir._overflow`, the
+its message. The phrasings and codes it recognises are those of :mod:`memdir.models._overflow`, the
 same list the provider adapters use; rate limits (HTTP 429, "tokens per min") are never
 overflow.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from memdir._overflow import StatedLimit, overflow_verdict, payload_strings, stated_limit
 from memdir.errors import ContextOverflowError
+from memdir.models._overflow import StatedLimit, overflow_verdict, payload_strings, stated_limit
 
 __all__ = ["StatedLimit", "is_context_overflow", "overflow_limit"]
 
@@ -30,7 +30,7 @@ def is_context_overflow(error: BaseException | None) -> bool:
 
     Returns:
         ``True`` for :class:`~memdir.errors.ContextOverflowError`, HTTP 413, and the provider
-        messages and error codes listed in :mod:`memdir._overflow`; ``False`` for rate limits
+        messages and error codes listed in :mod:`memdir.models._overflow`; ``False`` for rate limits
         and everything else.
     """
     for link in _chain(error):

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memdir._render import render_message
 from memdir.messages import SUMMARY_NAME, Msg, TextBlock
+from memdir.messages._render import render_message
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",

@@ -28,9 +28,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from memdir._safeopen import PathMissing, PathRefused, open_regular
 from memdir.errors import WorkspaceError
-from memdir.workspace import MEMORY_AREA
+from memdir.store._safeopen import PathMissing, PathRefused, open_regular
+from memdir.store.workspace import MEMORY_AREA
 
 __all__ = [
     "CHUNK",

@@ -30,7 +30,7 @@ from memdir.index._settings import SETTINGS_NAME, SearchSettings
 from memdir.index._store import IndexStore
 from memdir.index._types import EmbedStats, IndexStats, SearchHit
 from memdir.index._vectors import VECTORS_DB, DenseIndex, VectorStore
-from memdir.workspace import Workspace
+from memdir.store.workspace import Workspace
 
 __all__ = ["DB_NAME", "DENSE_WEIGHT", "FUSION_DEPTH", "MAX_LIMIT", "RRF_K", "MemoryIndex"]
 

@@ -29,7 +29,7 @@ from memdir.index._engine import Engine
 from memdir.index._paths import load_snapshot
 from memdir.index._sqlite import SqliteEngine
 from memdir.index._types import IndexStats
-from memdir.workspace import Workspace
+from memdir.store.workspace import Workspace
 
 __all__ = ["Fallback", "Unwritable", "is_stale"]
 

@@ -19,7 +19,7 @@ from memdir.index._schema import LINE_BITS
 from memdir.index._search import hit_of
 from memdir.index._types import EmbedStats, SearchHit
 from memdir.index._vectors import DenseIndex, VectorStore, file_texts, normalized
-from memdir.ledger import normalize_bullet
+from memdir.store.ledger import normalize_bullet
 
 if TYPE_CHECKING:
     import numpy as np

@@ -11,7 +11,7 @@ from memdir.index._append import read_tail
 from memdir.index._engine import Engine, FileInfo, SyncResult
 from memdir.index._paths import is_plain_file, ledger_day, load_snapshot
 from memdir.index._types import IndexStats
-from memdir.workspace import Workspace
+from memdir.store.workspace import Workspace
 
 __all__ = ["Damaged", "sync_one", "sync_workspace"]
 

@@ -12,11 +12,11 @@ import time
 from datetime import date
 from pathlib import Path
 
-from memdir._safeopen import PathMissing, PathRefused, open_regular, read_fd, warn_skipped
 from memdir.errors import WorkspaceError
 from memdir.index._append import content_digest
 from memdir.index._engine import FileSnapshot
-from memdir.workspace import MEMORY_AREA
+from memdir.store._safeopen import PathMissing, PathRefused, open_regular, read_fd, warn_skipped
+from memdir.store.workspace import MEMORY_AREA
 
 __all__ = [
     "check_memory_path",
@@ -85,7 +85,7 @@ def is_plain_file(root: Path, rel: str) -> bool:
 def load_snapshot(root: Path, rel: str) -> FileSnapshot | None:
     """Read memory file ``rel`` under a shared ``flock`` (appends hold it exclusively).
 
-    The file is opened once from the workspace root (:func:`memdir._safeopen.open_regular`),
+    The file is opened once from the workspace root (:func:`memdir.store._safeopen.open_regular`),
     so what is read is what was checked. ``None`` means there is nothing to index: the file
     is missing, or it may not be read (a symlink out of the memory files or a loop, a FIFO,
     socket or device; logged once as a warning), so rows indexed from it before are removed.

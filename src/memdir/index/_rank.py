@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from memdir.index._engine import FileInfo, StoredRow
 from memdir.index._porter import stem
 from memdir.index._text import text_tokens
-from memdir.ledger import normalize_bullet
+from memdir.store.ledger import normalize_bullet
 
 __all__ = ["DEFAULT", "RankConfig", "ScoredRow", "Scorer", "WeightedTerm", "finish", "idf"]
 

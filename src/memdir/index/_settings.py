@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memdir._fileio import atomic_write
 from memdir.errors import MemdirError
+from memdir.store._fileio import atomic_write
 
 __all__ = ["SETTINGS_NAME", "SearchSettings"]
 

@@ -26,7 +26,7 @@ from memdir.index._indexing import Damaged, sync_workspace
 from memdir.index._schema import is_busy, is_corruption, is_unwritable, remove_database
 from memdir.index._sqlite import SqliteEngine
 from memdir.index._types import IndexStats
-from memdir.workspace import Workspace
+from memdir.store.workspace import Workspace
 
 __all__ = ["IndexStore"]
 

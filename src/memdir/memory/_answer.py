@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memdir.ledger import normalize_bullet
 from memdir.memory._entries import parse_bullets, strip_fence
+from memdir.store.ledger import normalize_bullet
 
 __all__ = ["FlushAnswer", "describe_error", "parse_flush_answer", "valid_unicode"]
 

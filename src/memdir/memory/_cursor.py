@@ -21,10 +21,10 @@ from datetime import datetime
 from typing import Any
 
 from memdir.errors import MemdirError
-from memdir.ledger import normalize_bullet
 from memdir.memory._entries import parse_ledger_blocks
 from memdir.messages import Msg
-from memdir.workspace import MEMORY_DIR, Workspace
+from memdir.store.ledger import normalize_bullet
+from memdir.store.workspace import MEMORY_DIR, Workspace
 
 __all__ = ["CURSOR_DIR", "FlushCursor"]
 

@@ -1,9 +1,10 @@
 """Bullets of a Markdown memory file: parsing, comparison and the entry-level diff.
 
 A bullet is a list item (``-``, ``*``, ``+``, ``•`` or ``1.``) plus its indented continuation
-lines. Comparison uses :func:`memdir.ledger.normalize_bullet`; "the same fact reworded" is
-decided by word overlap, and "the same fact updated" by :mod:`memdir.models._supersede`, so
-that an updated fact counts as *changed*, not as removed + added.
+lines. Comparison uses :func:`memdir.store.ledger.normalize_bullet`; "the same fact reworded" is
+decided by word overlap, and "the same fact updated" by
+:mod:`memdir.models.extractive._supersede`, so that an updated fact counts as *changed*, not as
+removed + added.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memdir.ledger import normalize_bullet
-from memdir.models._supersede import superseded_pairs
+from memdir.models.extractive._supersede import superseded_pairs
+from memdir.store.ledger import normalize_bullet
 
 __all__ = [
     "Bullet",

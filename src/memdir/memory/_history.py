@@ -16,7 +16,7 @@ from typing import Any
 
 from memdir.memory._checks import check_int
 from memdir.memory._entries import EntryDiff
-from memdir.workspace import HISTORY_DIR, MEMORY_MD, Workspace
+from memdir.store.workspace import HISTORY_DIR, MEMORY_MD, Workspace
 
 __all__ = ["LOG_REL", "log_run", "read_log", "save_version", "write_log"]
 

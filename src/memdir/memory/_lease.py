@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memdir.workspace import Workspace, atomic_write
+from memdir.store.workspace import Workspace, atomic_write
 
 __all__ = ["Lease", "LeaseInfo", "pid_alive"]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from memdir.memory._cursor import CURSOR_DIR
 from memdir.memory._testpoint import pause_point
-from memdir.workspace import Workspace, _fsync_dir, atomic_write
+from memdir.store.workspace import Workspace, _fsync_dir, atomic_write
 
 __all__ = ["PruneReport", "archive_ledger", "expire_ledgers", "prune_old_files"]
 

@@ -26,7 +26,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from memdir.workspace import MEMORY_DIR, Workspace
+from memdir.store.workspace import MEMORY_DIR, Workspace
 
 __all__ = ["STATE_REL", "ConsolidationState", "FileMark", "LedgerSlice", "read_new_slices"]
 

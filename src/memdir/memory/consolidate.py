@@ -47,7 +47,7 @@ from memdir.memory._state import ConsolidationState, FileMark, LedgerSlice, read
 from memdir.memory._testpoint import pause_point
 from memdir.models import AUTO, ChatModel, Patience, check_patience, resolve_patience
 from memdir.redact import Redactor
-from memdir.workspace import MEMORY_MD, Workspace
+from memdir.store.workspace import MEMORY_MD, Workspace
 
 if TYPE_CHECKING:
     from collections.abc import Callable

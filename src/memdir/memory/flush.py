@@ -19,9 +19,6 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol
 
-from memdir._msg import as_list
-from memdir._render import FLUSH_RENDER, render_transcript
-from memdir.ledger import append_bullets, normalize_bullet
 from memdir.memory._answer import describe_error, parse_flush_answer, valid_unicode
 from memdir.memory._checks import (
     check_callable,
@@ -35,6 +32,8 @@ from memdir.memory._entries import parse_bullets
 from memdir.memory._prompts import DEFAULT_FLUSH_PROMPT, flush_request
 from memdir.memory._testpoint import pause_point
 from memdir.messages import SUMMARY_NAME, Msg
+from memdir.messages._msg import as_list
+from memdir.messages._render import FLUSH_RENDER, render_transcript
 from memdir.models import (
     AUTO,
     ChatModel,
@@ -45,7 +44,8 @@ from memdir.models import (
 )
 from memdir.redact import Redactor
 from memdir.sessions import validate_session_id
-from memdir.workspace import Workspace
+from memdir.store.ledger import append_bullets, normalize_bullet
+from memdir.store.workspace import Workspace
 
 if TYPE_CHECKING:
     from memdir.index import MemoryIndex

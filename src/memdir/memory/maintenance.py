@@ -39,7 +39,7 @@ from memdir.memory._checks import check_callable, check_duration, check_int
 from memdir.memory._lease import Lease
 from memdir.memory._retention import PruneReport, expire_ledgers, prune_old_files
 from memdir.memory.consolidate import ConsolidationResult, MemoryConsolidator
-from memdir.workspace import MEMORY_DIR, Workspace
+from memdir.store.workspace import MEMORY_DIR, Workspace
 
 if TYPE_CHECKING:
     from memdir.index import EmbedStats, IndexStats, MemoryIndex

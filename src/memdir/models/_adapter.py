@@ -9,8 +9,8 @@ from typing import Any, Final
 
 import httpx
 
-from memdir._msg import Msg, as_list
 from memdir.errors import ConfigError, ModelError
+from memdir.messages._msg import Msg, as_list
 from memdir.models._base import ModelResponse, ToolSpec
 from memdir.models._http import RetryPolicy, post_json
 from memdir.models._stream import ModelDelta, StreamReader, stream_events

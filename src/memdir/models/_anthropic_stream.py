@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from memdir._openai_format import RAW_ARGUMENTS_KEY
+from memdir.messages._openai_format import RAW_ARGUMENTS_KEY
 from memdir.models._stream import ModelDelta
 
 __all__ = ["AnthropicStreamReader"]

@@ -15,9 +15,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from memdir._msg import as_list
 from memdir.errors import ConfigError
 from memdir.messages import Msg, ToolUseBlock
+from memdir.messages._msg import as_list
 
 __all__ = [
     "CURRENT_KEY",

@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 
-from memdir._overflow import is_overflow
 from memdir.errors import ConfigError, ContextOverflowError, ModelError
+from memdir.models._overflow import is_overflow
 
 __all__ = ["RetryPolicy", "error_message", "is_overflow", "post_json", "post_json_sync"]
 

@@ -19,10 +19,10 @@ from typing import Any, Final, Literal, Protocol
 import httpx
 from httpx_sse import SSEError, aconnect_sse
 
-from memdir._overflow import is_overflow
 from memdir.errors import ConfigError, ContextOverflowError, ModelError
 from memdir.models import _http
 from memdir.models._http import RetryPolicy, _Exchange, error_message
+from memdir.models._overflow import is_overflow
 
 __all__ = ["ModelDelta", "StreamItem", "StreamReader", "TextToolGuard", "stream_events"]
 

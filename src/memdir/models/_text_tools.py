@@ -39,9 +39,9 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from memdir._msg import Block, Msg, TextBlock, ToolUseBlock, _new_id
-from memdir._openai_format import RAW_ARGUMENTS_KEY, parse_arguments
 from memdir.errors import ConfigError
+from memdir.messages._msg import Block, Msg, TextBlock, ToolUseBlock, _new_id
+from memdir.messages._openai_format import RAW_ARGUMENTS_KEY, parse_arguments
 
 __all__ = ["extract_text_tool_calls", "with_text_tool_calls"]
 

@@ -10,9 +10,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from memdir.ledger import normalize_bullet
 from memdir.messages import SUMMARY_NAME, Msg
-from memdir.models._extract import (
+from memdir.models.extractive._extract import (
     clip,
     cue_kinds,
     has_cjk,
@@ -22,9 +21,10 @@ from memdir.models._extract import (
     split_label,
     tokens,
 )
-from memdir.models._extract_dates import resolve_dates
-from memdir.models._extract_signals import KEEP, fact_score
-from memdir.models._supersede import Updates
+from memdir.models.extractive._extract_dates import resolve_dates
+from memdir.models.extractive._extract_signals import KEEP, fact_score
+from memdir.models.extractive._supersede import Updates
+from memdir.store.ledger import normalize_bullet
 
 __all__ = ["CANNED_PREFIX", "NO_REPLY", "STANDARD_SECTIONS", "consolidate", "extract_facts"]
 
@@ -346,7 +346,7 @@ def consolidate(current: str, entries: Iterable[str], max_chars: int | None = No
     Bullets are deduplicated by normalised text; a new entry replaces a near-duplicate older
     one (newest wins), and an update replaces, in its place, each fact it supersedes ("batch
     size changed to 2,000 (was 5,000)" replaces "batches of 5,000 rows", see
-    :mod:`memdir.models._supersede`); other new entries are filed under Preferences /
+    :mod:`memdir.models.extractive._supersede`); other new entries are filed under Preferences /
     People / Decisions / Projects / Facts. Prose the user wrote is kept. Over ``max_chars``,
     bullets are dropped lowest priority first: the section's weight (Facts 1, Projects and
     Decisions 2, Preferences and People 3), +1 when marked important ("always", 重要…), +2

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from memdir.index._porter import stem
 from memdir.index._stopwords import EN_STOPWORDS, ZH_STOPWORDS
 from memdir.index._text import HAN
-from memdir.ledger import BULLET_MARKER
+from memdir.store.ledger import BULLET_MARKER
 
 __all__ = ["EXPLICIT", "NEGATION", "STRONG", "WEAK", "Claim", "claim", "weight"]
 
@@ -128,7 +128,7 @@ _MAX_WAS_UNITS = 4  # a longer "old value" of plain words is more than a value
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """What a bullet says, for :func:`memdir.models._supersede.supersedes`.
+    """What a bullet says, for :func:`memdir.models.extractive._supersede.supersedes`.
 
     Attributes:
         body: the text after its label, on one line.

@@ -14,15 +14,15 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from memdir.ledger import normalize_bullet
-from memdir.models._summary_artifacts import GROUPS, Found, key_of, scan_text
-from memdir.models._summary_notes import (
+from memdir.models.extractive._summary_artifacts import GROUPS, Found, key_of, scan_text
+from memdir.models.extractive._summary_notes import (
     conflicts,
     parse_bullet,
     render_bullet,
     strip_label,
     tier,
 )
+from memdir.store.ledger import normalize_bullet
 
 __all__ = [
     "Artifacts",

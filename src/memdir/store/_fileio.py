@@ -4,7 +4,7 @@ Rewrites go through a synced temp file and ``os.replace``; appends are one ``wri
 ``fcntl`` lock and are rolled back if they fail part-way; both keep a file's permissions and
 write through symlinks. :func:`atomic_write_in`, :func:`atomic_create_in` and
 :func:`locked_append_in` do the same for a workspace-relative path walked from the workspace
-root (:mod:`memdir._safeopen`): they never write through a symlink that leads out of the
+root (:mod:`memdir.store._safeopen`): they never write through a symlink that leads out of the
 workspace or out of the given area, even one swapped in while they run. Errors are
 :class:`~memdir.errors.WorkspaceError`.
 """
@@ -23,8 +23,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
-from memdir._safeopen import Area, open_parent
 from memdir.errors import MemdirError, WorkspaceError
+from memdir.store._safeopen import Area, open_parent
 
 __all__ = [
     "async_file_lock",

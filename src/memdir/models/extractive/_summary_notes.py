@@ -14,8 +14,8 @@ import re
 from collections.abc import Sequence
 
 from memdir.messages import Msg, ToolUseBlock
-from memdir.models._extract import clip, cue_kinds, has_cjk, sentences, tokens
-from memdir.models._summary_artifacts import call_command
+from memdir.models.extractive._extract import clip, cue_kinds, has_cjk, sentences, tokens
+from memdir.models.extractive._summary_artifacts import call_command
 
 __all__ = [
     "DURABLE",

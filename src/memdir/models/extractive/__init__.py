@@ -37,10 +37,15 @@ from memdir.models._base import (
     ModelResponse,
     ToolSpec,
 )
-from memdir.models._extract import clip, sentences, tokens
-from memdir.models._extract_memory import CANNED_PREFIX, NO_REPLY, consolidate, extract_facts
-from memdir.models._extract_summary import summarize
-from memdir.models._summary_notes import language
+from memdir.models.extractive._extract import clip, sentences, tokens
+from memdir.models.extractive._extract_memory import (
+    CANNED_PREFIX,
+    NO_REPLY,
+    consolidate,
+    extract_facts,
+)
+from memdir.models.extractive._extract_summary import summarize
+from memdir.models.extractive._summary_notes import language
 
 __all__ = ["NO_REPLY", "ExtractiveModel"]
 

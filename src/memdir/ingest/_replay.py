@@ -23,7 +23,7 @@ from memdir.eviction import EVICTED_KEY, ToolResultEvictor
 from memdir.memory import FlushResult, MemoryFlushManager
 from memdir.messages import Msg
 from memdir.sessions import SessionLog
-from memdir.workspace import Workspace
+from memdir.store.workspace import Workspace
 
 __all__ = ["ReplayClock", "Replayer", "SessionOutcome"]
 

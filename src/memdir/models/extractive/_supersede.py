@@ -2,7 +2,7 @@
 
 "Batch size changed to 2,000 rows (was 5,000)" updates "The backfill runs in batches of 5,000
 rows": the curated file keeps the first and drops the second (the daily ledger keeps both).
-:func:`supersedes` decides it for one pair of :func:`~memdir.models._claims.claim`\\ s;
+:func:`supersedes` decides it for one pair of :func:`~memdir.models.extractive._claims.claim`\\ s;
 :class:`Updates` finds the pairs among many bullets through an index of their words, so that a
 new bullet is compared only with the few that share a word with it.
 
@@ -36,8 +36,8 @@ import re
 from collections.abc import Iterable
 
 from memdir.index._porter import stem
-from memdir.ledger import normalize_bullet
-from memdir.models._claims import EXPLICIT, NEGATION, STRONG, Claim, claim, weight
+from memdir.models.extractive._claims import EXPLICIT, NEGATION, STRONG, Claim, claim, weight
+from memdir.store.ledger import normalize_bullet
 
 __all__ = ["Updates", "superseded_pairs", "supersedes"]
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from memdir._anthropic_format import from_anthropic, to_anthropic
-from memdir._msg import (
+from memdir.messages._anthropic_format import from_anthropic, to_anthropic
+from memdir.messages._msg import (
     SUMMARY_NAME,
     Block,
     ImageBlock,
@@ -39,7 +39,7 @@ from memdir._msg import (
     block_from_dict,
     block_to_dict,
 )
-from memdir._openai_format import RAW_ARGUMENTS_KEY, from_openai, to_openai
+from memdir.messages._openai_format import RAW_ARGUMENTS_KEY, from_openai, to_openai
 
 __all__ = [
     "MISSING_RESULT_TEXT",

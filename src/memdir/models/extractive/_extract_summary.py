@@ -27,11 +27,10 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from memdir.ledger import normalize_bullet
 from memdir.messages import SUMMARY_NAME, Msg, ToolUseBlock, dangling_tool_calls
-from memdir.models._extract import clip, sentences
-from memdir.models._summary_artifacts import call_command, key_of, scan_call, scan_text
-from memdir.models._summary_fold import (
+from memdir.models.extractive._extract import clip, sentences
+from memdir.models.extractive._summary_artifacts import call_command, key_of, scan_call, scan_text
+from memdir.models.extractive._summary_fold import (
     Artifacts,
     Notes,
     dropped_line,
@@ -39,7 +38,7 @@ from memdir.models._summary_fold import (
     parse_dropped,
     tools_line,
 )
-from memdir.models._summary_notes import (
+from memdir.models.extractive._summary_notes import (
     assistant_kind,
     call_label,
     commitment,
@@ -50,6 +49,7 @@ from memdir.models._summary_notes import (
     user_kinds,
 )
 from memdir.redact import redact
+from memdir.store.ledger import normalize_bullet
 
 __all__ = ["SECTIONS", "parse_summary", "summarize"]
 

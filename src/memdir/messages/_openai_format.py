@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memdir._msg import (
+from memdir.messages._msg import (
     Block,
     ImageBlock,
     MessageFormatError,

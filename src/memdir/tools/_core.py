@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memdir._safeopen import PathMissing, locate, read_regular
 from memdir.errors import MemdirError, ToolInputError, WorkspaceError
-from memdir.ledger import append_block, line_at
 from memdir.redact import Redactor
-from memdir.workspace import ARCHIVE_DIR, MEMORY_AREA, MEMORY_DIR, MEMORY_MD, Workspace
+from memdir.store._safeopen import PathMissing, locate, read_regular
+from memdir.store.ledger import append_block, line_at
+from memdir.store.workspace import ARCHIVE_DIR, MEMORY_AREA, MEMORY_DIR, MEMORY_MD, Workspace
 
 if TYPE_CHECKING:
     from memdir.index import MemoryIndex

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias, get_args
 
-from memdir._blocks import (
+from memdir.messages._blocks import (
     BLOCK_TYPES,
     Block,
     ImageBlock,

@@ -7,7 +7,7 @@
     report = ingest_sync(["~/.claude/projects/my-app/"], workspace="~/notes/memory")
     print(report.bullets, "facts,", report.compactions, "compactions")
 
-Each transcript (any format :func:`memdir.transcripts.load_transcript` reads: memdir session
+Each transcript (any format :func:`memdir.ingest.transcripts.load_transcript` reads: memdir session
 logs, OpenAI and Anthropic message lists, Claude Code sessions) is replayed as its own session
 through the same hooks and components a :class:`~memdir.agent.HarnessAgent` uses: huge tool
 results are evicted to ``large_tool_results/``, the conversation is compacted when it passes the
@@ -28,18 +28,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memdir._ingest_prepare import Prepared, allocate_session_id, prepare
-from memdir._ingest_replay import ReplayClock, Replayer, SessionOutcome
 from memdir._sync import run_sync
 from memdir.compaction import CompactionConfig
 from memdir.errors import ConfigError, MemdirError
 from memdir.eviction import ToolResultEvictionConfig
 from memdir.index import IndexStats
+from memdir.ingest._prepare import Prepared, allocate_session_id, prepare
+from memdir.ingest._replay import ReplayClock, Replayer, SessionOutcome
+from memdir.ingest.transcripts import TranscriptFormat, load_transcript, session_id_for
 from memdir.memory import ConsolidationResult
 from memdir.models import ChatModel
 from memdir.redact import Redactor
-from memdir.transcripts import TranscriptFormat, load_transcript, session_id_for
-from memdir.workspace import MEMORY_MD, Workspace
+from memdir.store.workspace import MEMORY_MD, Workspace
 
 __all__ = [
     "DEFAULT_INGEST_EVICTION",

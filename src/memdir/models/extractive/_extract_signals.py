@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
-from memdir.models._extract import cue_kinds, has_cjk
-from memdir.models._extract_dates import has_date_phrase
+from memdir.models.extractive._extract import cue_kinds, has_cjk
+from memdir.models.extractive._extract_dates import has_date_phrase
 
 __all__ = ["KEEP", "fact_score", "is_secret"]
 

@@ -28,7 +28,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memdir._logrecord import (
+from memdir.errors import SessionLogError, WorkspaceError
+from memdir.messages import Msg
+from memdir.sessions._record import (
     RECORD_VERSION,
     LogRecord,
     Redactor,
@@ -36,9 +38,7 @@ from memdir._logrecord import (
     record_id,
     redact_message,
 )
-from memdir.errors import SessionLogError, WorkspaceError
-from memdir.messages import Msg
-from memdir.workspace import SESSIONS_DIR, Workspace, fsync_dir, locked_append
+from memdir.store.workspace import SESSIONS_DIR, Workspace, fsync_dir, locked_append
 
 __all__ = [
     "LOG_SUFFIX",
@@ -363,7 +363,7 @@ class SessionLog:
         return LogReadResult(records=records, malformed=malformed, torn_tail=torn)
 
 
-# Older private name, still imported by memdir._ingest_prepare.
+# Older private name, still imported by memdir.ingest._prepare.
 _redact_message = redact_message
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from memdir._msg import (
+from memdir.messages._msg import (
     Block,
     ImageBlock,
     MessageFormatError,
@@ -27,7 +27,7 @@ from memdir._msg import (
     UnknownRoleError,
     as_list,
 )
-from memdir._openai_format import media_type_of
+from memdir.messages._openai_format import media_type_of
 
 __all__ = ["from_anthropic", "to_anthropic"]
 

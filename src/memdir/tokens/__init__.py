@@ -41,10 +41,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from memdir._msgcount import MessageCounter, fingerprint, tools_fingerprint
-from memdir._tokenizers import PROFILES, EstimatorProfile, load_exact
 from memdir.errors import ConfigError
 from memdir.messages import Msg
+from memdir.tokens._msgcount import MessageCounter, fingerprint, tools_fingerprint
+from memdir.tokens._tokenizers import PROFILES, EstimatorProfile, load_exact
 
 if TYPE_CHECKING:
     from memdir.models import ToolSpec, Usage

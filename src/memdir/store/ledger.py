@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from memdir.errors import MemdirError
-from memdir.workspace import Workspace
+from memdir.store.workspace import Workspace
 
 __all__ = [
     "AppendedBlock",

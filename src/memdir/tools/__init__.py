@@ -22,7 +22,9 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeAlias
 
-from memdir._toolcore import (
+from memdir.errors import MemdirError
+from memdir.store.workspace import Workspace
+from memdir.tools._core import (
     MAX_ADD_CHARS,
     MAX_PATH_CHARS,
     MAX_QUERY_CHARS,
@@ -36,8 +38,6 @@ from memdir._toolcore import (
     read_memory,
     shared_index,
 )
-from memdir.errors import MemdirError
-from memdir.workspace import Workspace
 
 if TYPE_CHECKING:
     from memdir.index import SearchHit

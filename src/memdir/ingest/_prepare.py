@@ -21,13 +21,13 @@ import json
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from memdir._logrecord import redact_message
 from memdir.errors import MemdirError
+from memdir.ingest.transcripts import Transcript
 from memdir.memory import flushed_message_ids
 from memdir.messages import Msg
 from memdir.sessions import SessionLog
-from memdir.transcripts import Transcript
-from memdir.workspace import Workspace
+from memdir.sessions._record import redact_message
+from memdir.store.workspace import Workspace
 
 __all__ = ["Prepared", "allocate_session_id", "prepare", "stable_ids"]
 

@@ -1,0 +1,573 @@
+"""The workspace: one agent's (or one user's) memory, kept as plain files.
+
+::
+
+    <workspace>/
+    ├── AGENTS.md                  standing instructions (optional)
+    ├── MEMORY.md                  curated long-term memory (rewritten by the consolidator)
+    ├── memory/YYYY-MM-DD.md       daily ledgers (append-only)
+    ├── memory/archive/            ledgers past retention (still searchable)
+    ├── memory/.history/           previous versions of MEMORY.md
+    ├── sessions/<id>.log.jsonl    raw messages offloaded before compaction
+    ├── large_tool_results/        evicted tool results
+    └── .index/memory_index.db     search index (derived, rebuildable)
+
+Every path a caller or a model gives is confined to the workspace. Reads and rewrites walk the
+path from the workspace root without letting the kernel follow a symlink
+(:mod:`memdir.store._safeopen`): a link is followed only inside the workspace and only within
+one part of it (the memory files, ``sessions/``, ``large_tool_results/``, ``.index/``,
+everything else), and only regular files are read, so a FIFO cannot block a read and a link
+swapped in meanwhile is never followed.
+Rewrites are atomic (temp file + fsync + ``os.replace``); appends are one ``write`` under an
+``fcntl`` lock, so several processes can share one workspace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import re
+import stat
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import UTC, date, datetime, tzinfo
+from pathlib import Path, PurePosixPath
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from memdir.errors import ConfigError, WorkspaceError
+from memdir.store._fileio import (
+    async_file_lock,
+    atomic_create_in,
+    atomic_write,
+    atomic_write_in,
+    file_lock,
+    fsync_dir,
+    locked_append,
+    locked_append_in,
+)
+from memdir.store._safeopen import (
+    Area,
+    PathMissing,
+    PathRefused,
+    below_root,
+    check_regular,
+    locate,
+    open_dir,
+    read_regular,
+    warn_skipped,
+)
+
+__all__ = [
+    "FILE_TOOL_AREA",
+    "MEMORY_AREA",
+    "WORKSPACE_AREA",
+    "Clock",
+    "Workspace",
+    "area_of",
+    "atomic_write",
+    "file_lock",
+    "fsync_dir",
+    "locked_append",
+    "resolve_workspace_root",
+]
+
+Clock = Callable[[], datetime]
+"""A callable returning the current instant as an aware :class:`datetime`."""
+
+WORKSPACE_ENV = "MEMDIR_WORKSPACE"
+TIMEZONE_ENV = "MEMDIR_TZ"
+DEFAULT_WORKSPACE = Path(".memdir") / "workspace"
+
+MEMORY_MD = "MEMORY.md"
+AGENTS_MD = "AGENTS.md"
+MEMORY_DIR = "memory"
+ARCHIVE_DIR = "memory/archive"
+HISTORY_DIR = "memory/.history"
+SESSIONS_DIR = "sessions"
+LARGE_RESULTS_DIR = "large_tool_results"
+INDEX_DIR = ".index"
+
+_LEDGER_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
+logger = logging.getLogger("memdir.store.workspace")
+_PATH_MAX = 4_095  # what other programs can still open by name (Linux PATH_MAX, minus NUL)
+
+WORKSPACE_AREA = Area(label="the workspace")
+"""Every file in the workspace."""
+MEMORY_AREA = Area(
+    label="the memory files (MEMORY.md and memory/)", only=frozenset({MEMORY_MD, MEMORY_DIR})
+)
+"""What ``memory_get``, ``memdir get`` and the index read: ``MEMORY.md`` and ``memory/**``."""
+FILE_TOOL_AREA = Area(
+    label="the files read_file may read (all but .index/)", never=frozenset({INDEX_DIR})
+)
+"""What the agent's ``read_file`` and ``edit_file`` read: the workspace except ``.index/``."""
+_OWN_AREAS = (
+    MEMORY_AREA,
+    Area(label="sessions/", only=frozenset({SESSIONS_DIR})),
+    Area(label="large_tool_results/", only=frozenset({LARGE_RESULTS_DIR})),
+    Area(label=".index/", only=frozenset({INDEX_DIR})),
+)
+_OTHER_AREA = Area(
+    label="the workspace files outside MEMORY.md, memory/, sessions/, large_tool_results/ "
+    "and .index/",
+    never=frozenset({MEMORY_MD, MEMORY_DIR, SESSIONS_DIR, LARGE_RESULTS_DIR, INDEX_DIR}),
+)
+
+
+def area_of(rel: str) -> Area:
+    """The part of the workspace ``rel`` lies in; a symlink there may only lead within it.
+
+    The parts are the memory files, ``sessions/``, ``large_tool_results/``, ``.index/`` and
+    everything else (``AGENTS.md``, the user's own files), so a link never turns a read of
+    ``AGENTS.md`` or ``memory/x.md`` into a read of a session log, or a write to a notes
+    file into a write to a ledger.
+    """
+    for area in _OWN_AREAS:
+        if area.holds(rel):
+            return area
+    return _OTHER_AREA
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def resolve_workspace_root(root: str | os.PathLike[str] | None = None) -> Path:
+    """Return the workspace directory.
+
+    ``root``, else ``$MEMDIR_WORKSPACE``, else ``./.memdir/workspace``.
+    Blank values count as unset. The result is absolute; it need not exist yet.
+    """
+    if root is not None and not isinstance(root, str | os.PathLike):
+        raise WorkspaceError(f"workspace path must be a str or a path, not {type(root).__name__}")
+    chosen: str | os.PathLike[str] | None = root
+    if chosen is None or not str(chosen).strip():
+        env = os.environ.get(WORKSPACE_ENV, "").strip()
+        chosen = env or DEFAULT_WORKSPACE
+    if "\x00" in str(chosen):
+        raise WorkspaceError("workspace path contains a NUL byte")
+    try:
+        return Path(chosen).expanduser().absolute()
+    except (TypeError, RuntimeError) as exc:  # bytes paths; "~" without a home directory
+        raise WorkspaceError(f"cannot use {chosen!r} as the workspace path: {exc}") from None
+
+
+def _parse_zone(tz: tzinfo | str | None) -> tzinfo | None:
+    if tz is None:
+        env = os.environ.get(TIMEZONE_ENV, "").strip()
+        if not env:
+            return None
+        tz = env
+    if isinstance(tz, str):
+        if tz.upper() in {"UTC", "Z"}:
+            return UTC
+        try:
+            return ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ConfigError(
+                f"unknown time zone {tz!r}: use an IANA name such as 'Europe/Paris' or 'UTC'"
+            ) from exc
+    if not isinstance(tz, tzinfo):
+        raise ConfigError(
+            f"time zone must be a tzinfo or an IANA name such as 'UTC', not {type(tz).__name__}"
+        )
+    return tz
+
+
+_READ_ONLY_WARNED: set[Path] = set()
+
+
+def _warn_read_only(root: Path) -> None:
+    if root not in _READ_ONLY_WARNED:
+        _READ_ONLY_WARNED.add(root)
+        logging.getLogger("memdir.store.workspace").warning(
+            "workspace %s may not be written: it is read and searched as it is, and writes "
+            "to it will fail",
+            root,
+        )
+
+
+class Workspace:
+    """A memory workspace directory.
+
+    Args:
+        root: the directory; ``None`` resolves ``$MEMDIR_WORKSPACE`` then ``./.memdir/workspace``.
+        tz: time zone for daily file names (a :class:`tzinfo` or an IANA name); default
+            ``$MEMDIR_TZ`` or the machine's local zone.
+        clock: returns the current instant (aware); inject one in tests or replays.
+        create: create the directory layout if it is missing.
+
+    Raises:
+        WorkspaceError: the root exists but is not a directory, or cannot be created.
+        ConfigError: the time zone is unknown.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        tz: tzinfo | str | None = None,
+        clock: Clock | None = None,
+        create: bool = True,
+    ) -> None:
+        self.root = resolve_workspace_root(root)
+        self.tz = _parse_zone(tz)
+        if clock is not None and not callable(clock):
+            raise ConfigError(
+                f"clock must be a callable returning an aware datetime, not {type(clock).__name__}"
+            )
+        self._clock: Clock = clock or _utc_now
+        if self.root.exists() and not self.root.is_dir():
+            raise WorkspaceError(f"workspace {self.root} exists and is not a directory")
+        if create:
+            self.init()
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    @classmethod
+    def coerce(cls, workspace: Workspace | str | os.PathLike[str] | None) -> Workspace:
+        """Return ``workspace`` itself, or a :class:`Workspace` opened at that path."""
+        if isinstance(workspace, Workspace):
+            return workspace
+        return cls(workspace)
+
+    # -- layout -------------------------------------------------------------------------
+
+    def init(self) -> None:
+        """Create the directory layout (idempotent). Existing files are never touched.
+
+        An existing workspace that may not be written (a read-only copy or mount) stays as it
+        is, with a warning: it can be read and searched, and a write fails when it is tried.
+        """
+        existed = self.root.is_dir()
+        for rel in (MEMORY_DIR, ARCHIVE_DIR, SESSIONS_DIR, LARGE_RESULTS_DIR, INDEX_DIR):
+            try:
+                (self.root / rel).mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                if existed and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                    _warn_read_only(self.root)
+                    return
+                raise WorkspaceError(
+                    f"cannot create workspace at {self.root}: {exc.strerror}"
+                ) from exc
+
+    @property
+    def memory_md(self) -> Path:
+        """Absolute path of ``MEMORY.md``."""
+        return self.root / MEMORY_MD
+
+    @property
+    def agents_md(self) -> Path:
+        """Absolute path of ``AGENTS.md``."""
+        return self.root / AGENTS_MD
+
+    @property
+    def memory_dir(self) -> Path:
+        """Absolute path of ``memory/``."""
+        return self.root / MEMORY_DIR
+
+    @property
+    def archive_dir(self) -> Path:
+        """Absolute path of ``memory/archive/``."""
+        return self.root / ARCHIVE_DIR
+
+    @property
+    def history_dir(self) -> Path:
+        """Absolute path of ``memory/.history/``."""
+        return self.root / HISTORY_DIR
+
+    @property
+    def sessions_dir(self) -> Path:
+        """Absolute path of ``sessions/``."""
+        return self.root / SESSIONS_DIR
+
+    @property
+    def large_results_dir(self) -> Path:
+        """Absolute path of ``large_tool_results/``."""
+        return self.root / LARGE_RESULTS_DIR
+
+    @property
+    def index_dir(self) -> Path:
+        """Absolute path of ``.index/``."""
+        return self.root / INDEX_DIR
+
+    # -- time ---------------------------------------------------------------------------
+
+    def _instant(self) -> datetime:
+        instant = self._clock()
+        if not isinstance(instant, datetime) or instant.tzinfo is None:
+            raise ConfigError("the workspace clock must return an aware datetime")
+        return instant
+
+    def now(self) -> datetime:
+        """The current instant in the workspace's zone (aware)."""
+        instant = self._instant()
+        return instant.astimezone(self.tz) if self.tz is not None else instant.astimezone()
+
+    def utc_now(self) -> datetime:
+        """The current instant in UTC."""
+        return self._instant().astimezone(UTC)
+
+    def today(self) -> date:
+        """Today's date in the workspace's zone."""
+        return self.now().date()
+
+    def zone_name(self) -> str:
+        """A readable name for the workspace's zone (``'Asia/Shanghai'``, ``'UTC'``, ``'CET'``)."""
+        if isinstance(self.tz, ZoneInfo):
+            return self.tz.key
+        return self.now().tzname() or "local"
+
+    def ledger_rel(self, day: date | None = None) -> str:
+        """Workspace-relative path of the daily ledger for ``day`` (default today)."""
+        return f"{MEMORY_DIR}/{(day or self.today()).isoformat()}.md"
+
+    # -- paths --------------------------------------------------------------------------
+
+    def relpath(self, path: str | os.PathLike[str]) -> str:
+        """Normalise a caller- or model-given path to a confined, workspace-relative POSIX path.
+
+        Accepts ``memory/x.md``, ``./memory/x.md`` and absolute paths that lie inside the
+        workspace. Raises :class:`WorkspaceError` for NUL bytes, empty paths, ``..`` that
+        leaves the workspace, absolute paths outside it, and symlinks that lead out of it.
+        """
+        if not isinstance(path, str | os.PathLike):
+            raise WorkspaceError(f"path must be a str or a path, not {type(path).__name__}")
+        raw = os.fspath(path)
+        if not isinstance(raw, str):
+            raise WorkspaceError("path must be text, not bytes")
+        if "\x00" in raw:
+            raise WorkspaceError("path contains a NUL byte")
+        if not raw.strip():
+            raise WorkspaceError("path is empty")
+        try:
+            raw.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise WorkspaceError("path is not valid UTF-8 text") from exc
+        text = raw.strip().replace("\\", "/")
+        if text.startswith("/"):
+            inner = below_root(self.root, os.path.normpath(text))
+            if inner is None:
+                raise WorkspaceError(
+                    f"absolute path {raw!r} is outside the workspace; give a path relative to it"
+                )
+            text = inner
+        parts: list[str] = []
+        for part in PurePosixPath(text).parts:
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not parts:
+                    raise WorkspaceError(f"path {raw!r} leaves the workspace")
+                parts.pop()
+                continue
+            parts.append(part)
+        if not parts:
+            raise WorkspaceError(f"path {raw!r} names the workspace itself, not a file in it")
+        rel = "/".join(parts)
+        size = len(os.fsencode(self.root)) + 1 + len(rel.encode("utf-8"))
+        if size > _PATH_MAX:
+            raise WorkspaceError(
+                f"path is too long ({size:,} bytes with the workspace's own path; the limit "
+                f"is {_PATH_MAX:,})"
+            )
+        try:
+            locate(self.root, rel, WORKSPACE_AREA)
+        except PathRefused as exc:
+            if exc.reason != "outside":
+                raise
+            raise PathRefused(
+                f"path {raw!r} leads outside the workspace through a symlink", reason="outside"
+            ) from None
+        return rel
+
+    def path(self, rel: str | os.PathLike[str]) -> Path:
+        """Absolute path for a confined workspace-relative path (see :meth:`relpath`)."""
+        return self.root / self.relpath(rel)
+
+    def memory_files(self) -> list[str]:
+        """Workspace-relative paths of every searchable memory file, sorted.
+
+        ``MEMORY.md``, ``memory/*.md`` and ``memory/archive/*.md``; dot-files are skipped, and
+        so are symlinks that lead out of the memory files or loop, FIFOs, sockets and devices
+        (logged once as a warning): nothing is listed that ``memory_get`` cannot read back.
+        """
+        found: list[str] = []
+        if self._readable_memory_file(MEMORY_MD):
+            found.append(MEMORY_MD)
+        for rel_dir in (MEMORY_DIR, ARCHIVE_DIR):
+            names = self._memory_dir_names(rel_dir, lambda name: name.endswith(".md"))
+            found.extend(f"{rel_dir}/{name}" for name in sorted(names))
+        return found
+
+    def _memory_dir_names(self, rel_dir: str, wanted: Callable[[str], bool]) -> list[str]:
+        """Names in a memory directory that ``wanted`` accepts and that are readable files."""
+        names: list[str] = []
+        try:
+            with open_dir(self.root, rel_dir, MEMORY_AREA) as dir_fd, os.scandir(dir_fd) as it:
+                # scandir: file types come with the listing, so plain files cost no stat call.
+                for entry in it:
+                    if entry.name.startswith(".") or not wanted(entry.name):
+                        continue
+                    if entry.is_file(follow_symlinks=False) or (
+                        not entry.is_dir(follow_symlinks=False)
+                        and self._readable_memory_file(f"{rel_dir}/{entry.name}")
+                    ):
+                        names.append(entry.name)
+        except PathMissing:
+            pass
+        except PathRefused as exc:
+            warn_skipped(logger, self.root, exc)
+        except OSError as exc:
+            warn_skipped(logger, self.root, WorkspaceError(f"cannot list {rel_dir}: {exc}"))
+        return names
+
+    def _readable_memory_file(self, rel: str) -> bool:
+        """Whether ``rel`` (a symlink, or of unknown type) resolves to a readable memory file."""
+        try:
+            _, st = locate(self.root, rel, MEMORY_AREA)
+        except PathRefused as exc:
+            warn_skipped(logger, self.root, exc)
+            return False
+        except WorkspaceError:
+            return False
+        if st is None or stat.S_ISDIR(st.st_mode):
+            return False
+        try:
+            check_regular(rel, st.st_mode)
+        except PathRefused as exc:
+            warn_skipped(logger, self.root, exc)
+            return False
+        return True
+
+    def ledgers(self, *, archived: bool = False) -> list[tuple[date, str]]:
+        """Daily ledgers as ``(date, rel path)`` sorted by date; ``archived`` lists the archive.
+
+        Like :meth:`memory_files`, only files that can be read back are listed.
+        """
+        prefix = ARCHIVE_DIR if archived else MEMORY_DIR
+        out: list[tuple[date, str]] = []
+        for name in self._memory_dir_names(prefix, lambda name: bool(_LEDGER_NAME.match(name))):
+            match = _LEDGER_NAME.match(name)
+            assert match is not None
+            try:
+                day = date(int(match[1]), int(match[2]), int(match[3]))
+            except ValueError:
+                continue
+            out.append((day, f"{prefix}/{name}"))
+        out.sort()
+        return out
+
+    # -- I/O ----------------------------------------------------------------------------
+
+    def read_text(self, rel: str | os.PathLike[str], *, missing_ok: bool = True) -> str:
+        """Read a workspace file as UTF-8 (undecodable bytes replaced).
+
+        A missing file reads as ``""`` when ``missing_ok``; otherwise it raises. See
+        :meth:`read_bytes` for what is refused.
+        """
+        try:
+            data = self.read_bytes(rel)
+        except PathMissing:
+            if missing_ok:
+                return ""
+            raise
+        return data.decode("utf-8", errors="replace")
+
+    def read_bytes(self, rel: str | os.PathLike[str]) -> bytes:
+        """Read a workspace file's bytes, opened race-free from the workspace root.
+
+        A symlink is followed only to a file in the same part of the workspace (see
+        :func:`area_of`); directories, FIFOs, sockets and devices are refused, never opened.
+
+        Raises:
+            WorkspaceError: the path is not confined, leads through a symlink out of its
+                part of the workspace or loops, is not a regular file, or cannot be read;
+                a missing file raises its subclass that is also a ``FileNotFoundError``.
+        """
+        confined = self.relpath(rel)
+        return read_regular(self.root, confined, area_of(confined))
+
+    def write_text(self, rel: str | os.PathLike[str], text: str) -> Path:
+        """Replace a file atomically: temp file in the same directory, fsync, ``os.replace``.
+
+        Readers see the old file or the new one, never a mix, even if the process dies. The
+        file keeps its permissions; a symlink is written through (the link stays a link) when
+        it leads to a file in the same part of the workspace (see :func:`area_of`).
+
+        Raises:
+            WorkspaceError: the path is not confined, a symlink leads out of its part of the
+                workspace or loops, the path is a directory, FIFO, socket or device, the text
+                is not encodable, or the write failed (the old file is then left as it was).
+        """
+        confined = self.relpath(rel)
+        return atomic_write_in(self.root, confined, _encode(text), area_of(confined))
+
+    def create_text(self, rel: str | os.PathLike[str], text: str) -> bool:
+        """Create a file with ``text`` unless it exists; never replaces an existing file.
+
+        The file appears complete or not at all, and a file another process creates at the
+        same moment wins. Returns whether this call created it.
+        """
+        confined = self.relpath(rel)
+        return atomic_create_in(self.root, confined, _encode(text), area_of(confined))
+
+    def append_text(
+        self, rel: str | os.PathLike[str], text: str, *, fsync: bool = True
+    ) -> tuple[int, int]:
+        """Append ``text`` to a file in one ``write`` under an exclusive ``fcntl`` lock.
+
+        If the file does not end in a newline (a torn earlier write), a newline is written
+        first, in the same ``write``. Returns the ``(start, end)`` byte offsets of ``text``.
+        Like :meth:`write_text`, a symlink is appended through only to a file in the same part
+        of the workspace.
+        """
+        confined = self.relpath(rel)
+        return locked_append_in(self.root, confined, _encode(text), area_of(confined), fsync=fsync)
+
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[None]:
+        """Hold an exclusive cross-process lock named ``name`` (a file under ``.index/locks``).
+
+        Raises:
+            WorkspaceError: the name is not 1-100 characters of ``A-Z a-z 0-9 _ . -``, or the
+                lock file cannot be created.
+        """
+        with file_lock(self._lock_path(name)):
+            yield
+
+    @contextlib.asynccontextmanager
+    async def async_lock(self, name: str, *, timeout: float) -> AsyncIterator[None]:
+        """The lock of :meth:`lock`, awaited without blocking the event loop.
+
+        Raises:
+            WorkspaceError: the name is invalid, or the lock file cannot be created.
+            MemdirError: the lock was not free within ``timeout`` seconds.
+        """
+        async with async_file_lock(self._lock_path(name), timeout=timeout):
+            yield
+
+    def _lock_path(self, name: str) -> Path:
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", name):
+            raise WorkspaceError(
+                f"invalid lock name {name!r}: use 1-100 characters of A-Z a-z 0-9 _ . -"
+            )
+        return self.index_dir / "locks" / f"{name}.lock"
+
+
+def _encode(text: str) -> bytes:
+    if not isinstance(text, str):
+        raise WorkspaceError(f"text must be a str, not {type(text).__name__}")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise WorkspaceError(
+            f"text has a lone surrogate at character {exc.start} (not valid Unicode); "
+            "nothing was written"
+        ) from None
+
+
+# Older private name, still imported by memdir.memory._retention.
+_fsync_dir = fsync_dir
