@@ -1,0 +1,13 @@
+"""memdir inside the agent frameworks people already use.
+
+One module per framework, each needing that framework as an optional extra (it is imported
+only when you import the module):
+
+* :mod:`memdir.adapters.openai_agents`: OpenAI Agents SDK (``pip install 'memdir[openai-agents]'``)
+* :mod:`memdir.adapters.pydantic_ai`: Pydantic AI (``pip install 'memdir[pydantic-ai]'``)
+
+Every adapter takes a :class:`~memdir.Workspace` (or its path) and memdir's own configuration
+objects (:class:`~memdir.compaction.CompactionConfig`,
+:class:`~memdir.eviction.ToolResultEvictionConfig`, ...) with memdir's defaults. See
+``docs/adapters/``.
+"""
