@@ -32,6 +32,7 @@ EXPECTED = [
     "IndexCorruptError",
     "IndexStats",
     "IngestReport",
+    "IsolationScope",
     "LogSpan",
     "MaintenanceConfig",
     "MaintenanceReport",
@@ -72,6 +73,7 @@ EXPECTED = [
     "memory_get",
     "memory_search",
     "model_from_string",
+    "namespace_for",
     "redact",
 ]
 

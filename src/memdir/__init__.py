@@ -47,6 +47,7 @@ from memdir.messages import (
 from memdir.models import ChatModel, ModelResponse, ToolSpec, Usage, model_from_string
 from memdir.redact import Redactor, redact
 from memdir.sessions import LogSpan, SessionLog
+from memdir.store.namespaces import IsolationScope, namespace_for
 from memdir.store.workspace import Workspace
 from memdir.tokens import (
     EstimatingCounter,
@@ -79,6 +80,7 @@ __all__ = [
     "IndexCorruptError",
     "IndexStats",
     "IngestReport",
+    "IsolationScope",
     "LogSpan",
     "MaintenanceConfig",
     "MaintenanceReport",
@@ -119,5 +121,6 @@ __all__ = [
     "memory_get",
     "memory_search",
     "model_from_string",
+    "namespace_for",
     "redact",
 ]

@@ -75,11 +75,18 @@ def _sdk() -> _Sdk:
     raise ConfigError(INSTALL_HINT)
 
 
-def create_server(workspace: Workspace | str | None = None, *, read_only: bool = False) -> Any:
+def create_server(
+    workspace: Workspace | str | None = None,
+    *,
+    read_only: bool = False,
+    namespace: str | None = None,
+) -> Any:
     """Build (but do not run) an MCP server over one workspace.
 
     Args:
         workspace: the workspace the tools read and write (default: the configured one).
+        namespace: serve this namespace of the workspace (one user's memory); default: the
+            workspace's own.
         read_only: expose ``memory_search`` and ``memory_get`` only.
 
     Returns:
@@ -94,7 +101,7 @@ def create_server(workspace: Workspace | str | None = None, *, read_only: bool =
 
     from memdir import __version__
 
-    ws = Workspace.coerce(workspace)
+    ws = Workspace.coerce(workspace, namespace)
 
     def checked(result: str) -> str:
         # Tool failures are results with isError set (MCP spec), not protocol errors.

@@ -106,6 +106,9 @@ class HarnessAgent:
         name: the agent's name (recorded in the session state).
         model: the chat model.
         workspace: a :class:`Workspace` or its directory.
+        namespace: whose memory in that workspace the agent uses (a user's: pass
+            ``memdir.namespace_for(user_id=...)``); default: the workspace's own. Sessions,
+            memory files, the index and evicted results all live in the namespace.
         system_prompt: the base system prompt; the workspace context is appended to it.
         tools: extra tools: plain functions (schema from signature and docstring) or
             :class:`~memdir.agent.Tool` objects.
@@ -146,6 +149,7 @@ class HarnessAgent:
         name: str = "agent",
         model: ChatModel,
         workspace: Workspace | str | os.PathLike[str] | None = None,
+        namespace: str | None = None,
         system_prompt: str | None = None,
         tools: Sequence[Callable[..., Any] | Tool] = (),
         compaction: CompactionConfig | None = _DEFAULT_COMPACTION,
@@ -172,7 +176,7 @@ class HarnessAgent:
             raise ConfigError("max_iters must be a positive integer")
         self.name = name
         self.model = model
-        self.workspace = Workspace.coerce(workspace)
+        self.workspace = Workspace.coerce(workspace, namespace)
         self.system_prompt = system_prompt
         self.session_id = validate_session_id(session_id)
         self.max_iters = max_iters

@@ -27,6 +27,7 @@ from memdir.store._safeopen import (
     read_regular,
     shown_path,
 )
+from memdir.store.namespaces import NAMESPACES_DIR
 from memdir.store.workspace import (
     FILE_TOOL_AREA,
     INDEX_DIR,
@@ -51,6 +52,7 @@ _PROTECTED: Final = {
     SESSIONS_DIR: "sessions/ holds the conversation logs and may not be modified",
     LARGE_RESULTS_DIR: "large_tool_results/ holds saved tool outputs and may not be modified",
     INDEX_DIR: ".index/ holds the search index and may not be modified",
+    NAMESPACES_DIR: "ns/ holds other callers' memories and may not be modified",
 }
 
 

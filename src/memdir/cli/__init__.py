@@ -53,13 +53,22 @@ class _Group(click.Group):
     metavar="DIR",
     help="Workspace directory [env MEMDIR_WORKSPACE; default ./.memdir/workspace].",
 )
+@click.option(
+    "--namespace",
+    "-n",
+    envvar="MEMDIR_NAMESPACE",
+    metavar="NAME",
+    help="One isolated memory of the workspace (a user's, an agent's), kept in ns/NAME/ "
+    "[env MEMDIR_NAMESPACE; default: the workspace root].",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Show tracebacks and debug logs.")
 @click.version_option(__version__, "--version", prog_name="memdir")
 @click.pass_context
-def cli(ctx: click.Context, workspace: str | None, verbose: bool) -> None:
+def cli(ctx: click.Context, workspace: str | None, namespace: str | None, verbose: bool) -> None:
     """Durable, file-based memory for LLM agents."""
     state = ctx.ensure_object(CliState)
     state.workspace_arg = workspace
+    state.namespace = namespace or None
     state.verbose = verbose
     if verbose:
         import logging
@@ -85,6 +94,9 @@ def _register() -> None:
 
     cli.add_command(ingest_cmd)
     cli.add_command(chat_cmd)
+    from memdir.cli._namespace_cmds import namespaces_cmd
+
+    cli.add_command(namespaces_cmd)
 
 
 _register()

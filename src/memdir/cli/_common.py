@@ -22,11 +22,13 @@ class CliState:
     """What the top-level options decided, passed to every command."""
 
     workspace_arg: str | None = None
+    namespace: str | None = None
     verbose: bool = False
     _workspace: Workspace | None = field(default=None, repr=False)
 
     def workspace(self, *, create: bool = True) -> Workspace:
-        """The workspace named by ``--workspace`` / ``$MEMDIR_WORKSPACE`` / the default.
+        """The workspace named by ``--workspace`` / ``$MEMDIR_WORKSPACE`` / the default, in the
+        namespace of ``--namespace`` / ``$MEMDIR_NAMESPACE`` (the root without one).
 
         Commands that only read pass ``create=False``: a mistyped ``-w`` must fail instead
         of leaving a fresh, empty workspace behind.
@@ -35,10 +37,14 @@ class CliState:
             WorkspaceError: ``create`` is false and the directory holds no workspace.
         """
         if self._workspace is None:
-            ws = Workspace(self.workspace_arg, create=create)
+            try:
+                ws = Workspace(self.workspace_arg, create=create, namespace=self.namespace)
+            except ConfigError as exc:
+                raise click.BadParameter(str(exc), param_hint="'--namespace'") from None
             if not create and not (ws.memory_md.is_file() or (ws.root / MEMORY_DIR).is_dir()):
+                where = f"namespace {ws.namespace!r} of {ws.base}" if ws.namespace else ws.root
                 raise WorkspaceError(
-                    f"no memdir workspace at {ws.root}: run 'memdir init' (or pass -w)"
+                    f"no memdir workspace at {where}: run 'memdir init' (or pass -w)"
                 )
             self._workspace = ws
         return self._workspace

@@ -25,6 +25,7 @@ from memdir.cli._common import (
     progress_bar,
 )
 from memdir.errors import ConfigError
+from memdir.store.workspace import Workspace
 
 _JSON_HELP = "Print JSON on stdout instead of text."
 _MODEL_HELP = (
@@ -55,13 +56,17 @@ _MIN_MEMORY_TOKENS = 50
 
 
 def _consolidator(
-    state: CliState, model_spec: str, max_tokens: int, base_url: str | None = None
+    state: CliState,
+    model_spec: str,
+    max_tokens: int,
+    base_url: str | None = None,
+    workspace: Workspace | None = None,
 ) -> Any:
     from memdir.cli._ingest_cmd import build_model
     from memdir.memory import MemoryConsolidator
 
     return MemoryConsolidator(
-        state.workspace(create=False),
+        workspace or state.workspace(create=False),
         build_model(model_spec, base_url),
         max_memory_tokens=max_tokens,
     )
@@ -200,6 +205,11 @@ def _print_report(report: Any) -> None:
     help="Run a pass every DURATION (6h, 30m…) until ^C.",
 )
 @click.option("--dry-run", is_flag=True, help="Show what would be done; change nothing.")
+@click.option(
+    "--all-namespaces",
+    is_flag=True,
+    help="Maintain the workspace root and every namespace under ns/, one after another.",
+)
 @_model_option
 @base_url_option
 @click.option(
@@ -223,6 +233,7 @@ def maintain_cmd(
     once: bool,
     every: timedelta | None,
     dry_run: bool,
+    all_namespaces: bool,
     model_spec: str,
     base_url: str | None,
     retention_days: int,
@@ -231,31 +242,42 @@ def maintain_cmd(
 ) -> None:
     """Archive old ledgers, consolidate MEMORY.md, prune old session files, reindex.
 
-    Exit code 1 if any step failed (the other steps still ran).
+    With --all-namespaces, each namespace of the workspace in turn (a failure in one does not
+    stop the others). Exit code 1 if any step failed (the other steps still ran).
     """
     from memdir.memory import MaintenanceConfig, MemoryMaintenanceScheduler
 
     if once and every:
         raise click.UsageError("--once and --every exclude each other")
+    if all_namespaces and state.namespace:
+        raise click.UsageError("--all-namespaces and --namespace exclude each other")
     config = MaintenanceConfig(
         daily_file_retention_days=retention_days, session_retention_days=session_retention_days
     )
-    consolidator = _consolidator(state, model_spec, config.max_memory_tokens, base_url)
-    scheduler = MemoryMaintenanceScheduler(
-        state.workspace(create=False), consolidator, config=config
-    )
     failed = False
     while True:
-        with _showing_batches(consolidator, as_json=as_json, label="maintenance"):
-            report = scheduler.run_once(dry_run=dry_run)
-        failed = failed or bool(report.errors)
-        if as_json:
-            data = asdict(report)
-            if report.consolidation is not None:
-                data["consolidation"] = _result_dict(report.consolidation)
-            echo_json(data)
-        else:
-            _print_report(report)
+        targets = [state.workspace(create=False)]
+        if all_namespaces:
+            root = targets[0]
+            targets += [root.namespaced(name, create=False) for name in root.namespaces()]
+        for ws in targets:
+            consolidator = _consolidator(
+                state, model_spec, config.max_memory_tokens, base_url, workspace=ws
+            )
+            scheduler = MemoryMaintenanceScheduler(ws, consolidator, config=config)
+            with _showing_batches(consolidator, as_json=as_json, label="maintenance"):
+                report = scheduler.run_once(dry_run=dry_run)
+            failed = failed or bool(report.errors)
+            if as_json:
+                data = asdict(report)
+                data["namespace"] = ws.namespace
+                if report.consolidation is not None:
+                    data["consolidation"] = _result_dict(report.consolidation)
+                echo_json(data)
+            else:
+                if all_namespaces:
+                    click.echo(f"[{ws.namespace or 'root'}]")
+                _print_report(report)
         if every is None:
             break
         info(f"next pass in {every}")

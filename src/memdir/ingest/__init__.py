@@ -243,6 +243,7 @@ async def ingest(
     paths: Iterable[str | os.PathLike[str]],
     *,
     workspace: Workspace | str | os.PathLike[str] | None = None,
+    namespace: str | None = None,
     model: ChatModel | None = None,
     compaction: CompactionConfig | None = _DEFAULT_COMPACTION,
     tool_result_eviction: ToolResultEvictionConfig | None = DEFAULT_INGEST_EVICTION,
@@ -258,6 +259,8 @@ async def ingest(
         paths: transcript files, or directories of ``*.json`` / ``*.jsonl`` files.
         workspace: the workspace (a :class:`Workspace`, a directory, or ``None`` for the
             default).
+        namespace: whose memory in that workspace the transcripts go to (a user's; see
+            :func:`memdir.namespace_for`); default: the workspace's own.
         model: writes summaries, extracts facts and consolidates; default the offline
             :class:`~memdir.models.ExtractiveModel`.
         compaction: triggers and tail size (default :class:`CompactionConfig`, as the agent);
@@ -281,7 +284,7 @@ async def ingest(
     from memdir.agent import HarnessAgent
     from memdir.models import ExtractiveModel
 
-    ws = Workspace.coerce(workspace)
+    ws = Workspace.coerce(workspace, namespace)
     if session_id is not None and session_id_for(session_id) != session_id:
         raise ConfigError(
             f"invalid session id {session_id!r}: use 1-128 characters from [A-Za-z0-9._-]"

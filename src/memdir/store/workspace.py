@@ -57,6 +57,7 @@ from memdir.store._safeopen import (
     read_regular,
     warn_skipped,
 )
+from memdir.store.namespaces import NAMESPACES_DIR, validate_namespace
 
 __all__ = [
     "FILE_TOOL_AREA",
@@ -68,6 +69,7 @@ __all__ = [
     "atomic_write",
     "file_lock",
     "fsync_dir",
+    "list_namespaces",
     "locked_append",
     "resolve_workspace_root",
 ]
@@ -99,11 +101,14 @@ MEMORY_AREA = Area(
 )
 """What ``memory_get``, ``memdir get`` and the index read: ``MEMORY.md`` and ``memory/**``."""
 FILE_TOOL_AREA = Area(
-    label="the files read_file may read (all but .index/)", never=frozenset({INDEX_DIR})
+    label="the files read_file may read (all but .index/ and the namespaces in ns/)",
+    never=frozenset({INDEX_DIR, NAMESPACES_DIR}),
 )
-"""What the agent's ``read_file`` and ``edit_file`` read: the workspace except ``.index/``."""
+"""What the agent's ``read_file`` and ``edit_file`` read: the workspace except ``.index/``
+(and, at the root of a workspace with namespaces, ``ns/``: other callers' memories)."""
 _OWN_AREAS = (
     MEMORY_AREA,
+    Area(label="ns/", only=frozenset({NAMESPACES_DIR})),
     Area(label="sessions/", only=frozenset({SESSIONS_DIR})),
     Area(label="large_tool_results/", only=frozenset({LARGE_RESULTS_DIR})),
     Area(label=".index/", only=frozenset({INDEX_DIR})),
@@ -111,7 +116,9 @@ _OWN_AREAS = (
 _OTHER_AREA = Area(
     label="the workspace files outside MEMORY.md, memory/, sessions/, large_tool_results/ "
     "and .index/",
-    never=frozenset({MEMORY_MD, MEMORY_DIR, SESSIONS_DIR, LARGE_RESULTS_DIR, INDEX_DIR}),
+    never=frozenset(
+        {MEMORY_MD, MEMORY_DIR, SESSIONS_DIR, LARGE_RESULTS_DIR, INDEX_DIR, NAMESPACES_DIR}
+    ),
 )
 
 
@@ -127,6 +134,42 @@ def area_of(rel: str) -> Area:
         if area.holds(rel):
             return area
     return _OTHER_AREA
+
+
+def _check_namespace_dirs(base: Path, namespace: str) -> None:
+    """Refuse a namespace whose directory (or ``ns/``) is a symlink: it could lead into
+    another namespace or out of the workspace."""
+    for path in (base / NAMESPACES_DIR, base / NAMESPACES_DIR / namespace):
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise WorkspaceError(f"cannot open namespace {namespace!r}: {exc.strerror}") from exc
+        if not stat.S_ISDIR(mode):
+            raise WorkspaceError(
+                f"namespace {namespace!r} cannot be opened: {path} is not a directory (a "
+                "symlink there could lead into another namespace)"
+            )
+
+
+def list_namespaces(base: Path) -> list[str]:
+    """The valid namespace names under ``<base>/ns/`` that are real directories, sorted."""
+    try:
+        entries = list(os.scandir(base / NAMESPACES_DIR))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise WorkspaceError(f"cannot list the namespaces of {base}: {exc.strerror}") from exc
+    names = []
+    for entry in entries:
+        try:
+            name = validate_namespace(entry.name)
+        except ConfigError:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            names.append(name)
+    return sorted(names)
 
 
 def _utc_now() -> datetime:
@@ -189,10 +232,13 @@ def _warn_read_only(root: Path) -> None:
 
 
 class Workspace:
-    """A memory workspace directory.
+    """A memory workspace directory, or one namespace of it.
 
     Args:
         root: the directory; ``None`` resolves ``$MEMDIR_WORKSPACE`` then ``./.memdir/workspace``.
+        namespace: one isolated memory of the workspace (a user's, a session's, an agent's),
+            kept in ``<root>/ns/<namespace>/``; ``None`` (default) is the root itself. See
+            :mod:`memdir.store.namespaces` for valid names and :func:`namespace_for`.
         tz: time zone for daily file names (a :class:`tzinfo` or an IANA name); default
             ``$MEMDIR_TZ`` or the machine's local zone.
         clock: returns the current instant (aware); inject one in tests or replays.
@@ -210,28 +256,56 @@ class Workspace:
         tz: tzinfo | str | None = None,
         clock: Clock | None = None,
         create: bool = True,
+        namespace: str | None = None,
     ) -> None:
-        self.root = resolve_workspace_root(root)
+        self.base = resolve_workspace_root(root)
+        """The workspace directory (the root, whatever the namespace)."""
+        self.namespace = validate_namespace(namespace) if namespace is not None else None
+        """The namespace, or ``None`` for the root."""
+        self.root = self.base / NAMESPACES_DIR / self.namespace if self.namespace else self.base
+        """The directory this workspace's files are in: the root, or the namespace's."""
         self.tz = _parse_zone(tz)
         if clock is not None and not callable(clock):
             raise ConfigError(
                 f"clock must be a callable returning an aware datetime, not {type(clock).__name__}"
             )
         self._clock: Clock = clock or _utc_now
+        if self.namespace is not None:
+            _check_namespace_dirs(self.base, self.namespace)
         if self.root.exists() and not self.root.is_dir():
             raise WorkspaceError(f"workspace {self.root} exists and is not a directory")
         if create:
             self.init()
 
     def __repr__(self) -> str:
+        if self.namespace is not None:
+            return f"Workspace({str(self.base)!r}, namespace={self.namespace!r})"
         return f"Workspace({str(self.root)!r})"
 
+    def namespaced(self, namespace: str | None, *, create: bool = True) -> Workspace:
+        """The same workspace (root, zone, clock) in ``namespace`` (``None``: the root)."""
+        return type(self)(
+            self.base, tz=self.tz, clock=self._clock, create=create, namespace=namespace
+        )
+
+    def namespaces(self) -> list[str]:
+        """The namespaces the workspace holds, sorted (directories under ``ns/``)."""
+        return list_namespaces(self.base)
+
     @classmethod
-    def coerce(cls, workspace: Workspace | str | os.PathLike[str] | None) -> Workspace:
-        """Return ``workspace`` itself, or a :class:`Workspace` opened at that path."""
-        if isinstance(workspace, Workspace):
-            return workspace
-        return cls(workspace)
+    def coerce(
+        cls,
+        workspace: Workspace | str | os.PathLike[str] | None,
+        namespace: str | None = None,
+    ) -> Workspace:
+        """Return ``workspace`` itself, or a :class:`Workspace` opened at that path.
+
+        With ``namespace``, the workspace in that namespace (of the same root).
+        """
+        ws = workspace if isinstance(workspace, Workspace) else cls(workspace)
+        if namespace is None or namespace == ws.namespace:
+            return ws
+        return ws.namespaced(namespace)
 
     # -- layout -------------------------------------------------------------------------
 

@@ -101,8 +101,8 @@ def _tool(fn: Callable[_P, str]) -> Callable[_P, str]:
     return wrapper
 
 
-def _workspace(workspace: WorkspaceArg) -> Workspace:
-    return Workspace.coerce(workspace)
+def _workspace(workspace: WorkspaceArg, namespace: str | None = None) -> Workspace:
+    return Workspace.coerce(workspace, namespace)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -173,7 +173,13 @@ def format_excerpt(excerpt: MemoryExcerpt, *, char_cap: int = GET_CHAR_CAP) -> s
 
 
 @_tool
-def memory_search(query: str, max_results: int = 10, *, workspace: WorkspaceArg = None) -> str:
+def memory_search(
+    query: str,
+    max_results: int = 10,
+    *,
+    workspace: WorkspaceArg = None,
+    namespace: str | None = None,
+) -> str:
     """Search long-term memory: the curated MEMORY.md and the daily notes under memory/.
 
     Use it before answering anything about earlier work, decisions, people, dates or
@@ -186,11 +192,13 @@ def memory_search(query: str, max_results: int = 10, *, workspace: WorkspaceArg 
         max_results: how many hits to return, 1 to 50 (default 10).
         workspace: the workspace (or its path) to search (default: the configured one); not
             for the model.
+        namespace: the caller's namespace in that workspace (a user's, see
+            :func:`memdir.namespace_for`; default: the workspace's own); not for the model.
 
     Returns:
         The hits as text, or a "no results" note suggesting a rephrasing, or ``Error: ...``.
     """
-    ws = _workspace(workspace)
+    ws = _workspace(workspace, namespace)
     text = check_text(
         "query", query, max_chars=MAX_QUERY_CHARS, hint="give a few keywords to search for"
     )
@@ -208,6 +216,7 @@ def memory_get(
     num_lines: int = DEFAULT_NUM_LINES,
     *,
     workspace: WorkspaceArg = None,
+    namespace: str | None = None,
 ) -> str:
     """Read lines of a memory file (MEMORY.md or a file under memory/), numbered ``N|text``.
 
@@ -221,11 +230,13 @@ def memory_get(
         num_lines: how many lines to read, 1 to 200 (default 50, or the range's length).
         workspace: the workspace (or its path) to read from (default: the configured one);
             not for the model.
+        namespace: the caller's namespace in that workspace (a user's, see
+            :func:`memdir.namespace_for`; default: the workspace's own); not for the model.
 
     Returns:
         A header line and the numbered lines, or ``Error: ...``.
     """
-    ws = _workspace(workspace)
+    ws = _workspace(workspace, namespace)
     raw = check_text("path", path, max_chars=MAX_PATH_CHARS, hint="give a path from memory_search")
     start = check_int("start_line", start_line, minimum=1)
     count = check_int("num_lines", num_lines, minimum=1)
@@ -241,7 +252,9 @@ def memory_get(
 
 
 @_tool
-def memory_add(text: str, *, workspace: WorkspaceArg = None) -> str:
+def memory_add(
+    text: str, *, workspace: WorkspaceArg = None, namespace: str | None = None
+) -> str:
     """Save a durable fact to today's memory notes (memory/YYYY-MM-DD.md).
 
     Use it for facts worth remembering in later conversations: decisions, preferences,
@@ -252,11 +265,13 @@ def memory_add(text: str, *, workspace: WorkspaceArg = None) -> str:
         text: the fact(s) to remember, one per line.
         workspace: the workspace (or its path) to write to (default: the configured one);
             not for the model.
+        namespace: the caller's namespace in that workspace (a user's, see
+            :func:`memdir.namespace_for`; default: the workspace's own); not for the model.
 
     Returns:
         Where the fact was saved (``path#Lstart-Lend``), or ``Error: ...``.
     """
-    ws = _workspace(workspace)
+    ws = _workspace(workspace, namespace)
     body = check_text("text", text, max_chars=MAX_ADD_CHARS, hint="give the fact to remember")
     result = add_memory(ws, body)
     noun = "bullet" if result.bullets == 1 else "bullets"
@@ -349,7 +364,13 @@ TOOL_DESCRIPTIONS: Final[dict[str, str]] = {
 """What each tool does, for the model (the docstring without its Args/Returns sections)."""
 
 
-def call_tool(name: str, arguments: object, *, workspace: WorkspaceArg = None) -> str:
+def call_tool(
+    name: str,
+    arguments: object,
+    *,
+    workspace: WorkspaceArg = None,
+    namespace: str | None = None,
+) -> str:
     """Run a tool by name with the model's arguments; unknown or missing arguments give ``Error``.
 
     Args:
@@ -357,6 +378,7 @@ def call_tool(name: str, arguments: object, *, workspace: WorkspaceArg = None) -
         arguments: the decoded JSON arguments from the model, a mapping (``None`` counts as
             ``{}``).
         workspace: the workspace the tool works on (default: the configured one).
+        namespace: the caller's namespace in it (default: the workspace's own).
 
     Returns:
         The tool's text, or ``Error: ...``.
@@ -375,4 +397,4 @@ def call_tool(name: str, arguments: object, *, workspace: WorkspaceArg = None) -
     missing = [key for key in schema["required"] if key not in args]
     if missing:
         return f"Error: {name} needs argument(s) {', '.join(missing)}; it takes {known}"
-    return fn(**args, workspace=workspace)
+    return fn(**args, workspace=workspace, namespace=namespace)
