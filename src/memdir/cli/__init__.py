@@ -77,11 +77,12 @@ def cli(ctx: click.Context, workspace: str | None, namespace: str | None, verbos
 
 
 def _register() -> None:
-    from memdir.cli import _demo, _mcp_cmd, _memory_cmds, _search_cmds
+    from memdir.cli import _demo, _hook_cmd, _mcp_cmd, _memory_cmds, _search_cmds
 
     for command in [*_memory_cmds.COMMANDS, *_search_cmds.COMMANDS, *_demo.COMMANDS]:
         cli.add_command(command)
     cli.add_command(_mcp_cmd.mcp_cmd)
+    cli.add_command(_hook_cmd.hook_cmd)
     from memdir.cli import _maintain_cmds
 
     for command in _maintain_cmds.COMMANDS:
