@@ -37,6 +37,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+from memdir.adapters._skeleton import mask_metadata
 from memdir.messages import (
     RAW_ARGUMENTS_KEY,
     Block,
@@ -473,27 +474,4 @@ def mask_skeleton(msg: Msg, redact: Callable[[str], str]) -> Msg:
     The session log masks the blocks of a message; this masks what its skeleton holds besides
     identifiers, so nothing of an item reaches the log unmasked.
     """
-    skel = msg.metadata.get(ITEM_KEY)
-    if not isinstance(skel, Mapping):
-        return msg
-    masked = _mask(skel, redact, None)
-    if masked == skel:
-        return msg
-    return Msg(
-        role=msg.role,
-        content=msg.content,
-        name=msg.name,
-        id=msg.id,
-        created_at=msg.created_at,
-        metadata={**msg.metadata, ITEM_KEY: masked},
-    )
-
-
-def _mask(value: Any, redact: Callable[[str], str], key: str | None) -> Any:
-    if isinstance(value, str):
-        return value if key in _OPAQUE else redact(value)
-    if isinstance(value, Mapping):
-        return {k: _mask(v, redact, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_mask(v, redact, key) for v in value]
-    return value
+    return mask_metadata(msg, ITEM_KEY, redact, opaque=_OPAQUE)
