@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import os
 import re
+from pathlib import Path
 from typing import Final
 
-from memdir.errors import ConfigError
+from memdir.errors import ConfigError, WorkspaceError
 
 __all__ = [
     "MAX_NAMESPACE_CHARS",
     "NAMESPACES_DIR",
     "IsolationScope",
+    "list_namespaces",
     "namespace_for",
     "validate_namespace",
 ]
@@ -130,3 +133,22 @@ def _name_of(label: str, value: str | None) -> str:
     ):
         return value
     return _HASHED + hashlib.blake2b(value.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def list_namespaces(base: Path) -> list[str]:
+    """The valid namespace names under ``<base>/ns/`` that are real directories, sorted."""
+    try:
+        entries = list(os.scandir(base / NAMESPACES_DIR))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise WorkspaceError(f"cannot list the namespaces of {base}: {exc.strerror}") from exc
+    names = []
+    for entry in entries:
+        try:
+            name = validate_namespace(entry.name)
+        except ConfigError:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            names.append(name)
+    return sorted(names)

@@ -36,28 +36,23 @@ from pathlib import Path, PurePosixPath
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memdir.errors import ConfigError, WorkspaceError
+from memdir.store._base import Entry, FileStat, Store, Versioned
 from memdir.store._fileio import (
-    async_file_lock,
-    atomic_create_in,
     atomic_write,
-    atomic_write_in,
     file_lock,
     fsync_dir,
     locked_append,
-    locked_append_in,
 )
+from memdir.store._files import FileStore
 from memdir.store._safeopen import (
     Area,
     PathMissing,
     PathRefused,
     below_root,
-    check_regular,
     locate,
-    open_dir,
-    read_regular,
     warn_skipped,
 )
-from memdir.store.namespaces import NAMESPACES_DIR, validate_namespace
+from memdir.store.namespaces import NAMESPACES_DIR, list_namespaces, validate_namespace
 
 __all__ = [
     "FILE_TOOL_AREA",
@@ -153,25 +148,6 @@ def _check_namespace_dirs(base: Path, namespace: str) -> None:
             )
 
 
-def list_namespaces(base: Path) -> list[str]:
-    """The valid namespace names under ``<base>/ns/`` that are real directories, sorted."""
-    try:
-        entries = list(os.scandir(base / NAMESPACES_DIR))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    except OSError as exc:
-        raise WorkspaceError(f"cannot list the namespaces of {base}: {exc.strerror}") from exc
-    names = []
-    for entry in entries:
-        try:
-            name = validate_namespace(entry.name)
-        except ConfigError:
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            names.append(name)
-    return sorted(names)
-
-
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -264,6 +240,8 @@ class Workspace:
         """The namespace, or ``None`` for the root."""
         self.root = self.base / NAMESPACES_DIR / self.namespace if self.namespace else self.base
         """The directory this workspace's files are in: the root, or the namespace's."""
+        self.store: Store = FileStore(self.root, self.base)
+        """Where the files are kept (see :mod:`memdir.store._base`)."""
         self.tz = _parse_zone(tz)
         if clock is not None and not callable(clock):
             raise ConfigError(
@@ -469,52 +447,28 @@ class Workspace:
         (logged once as a warning): nothing is listed that ``memory_get`` cannot read back.
         """
         found: list[str] = []
-        if self._readable_memory_file(MEMORY_MD):
-            found.append(MEMORY_MD)
+        try:
+            if self.store.stat(MEMORY_MD, MEMORY_AREA) is not None:
+                found.append(MEMORY_MD)
+        except WorkspaceError as exc:  # a link out, a loop, a FIFO...
+            warn_skipped(logger, self.root, exc)
         for rel_dir in (MEMORY_DIR, ARCHIVE_DIR):
-            names = self._memory_dir_names(rel_dir, lambda name: name.endswith(".md"))
-            found.extend(f"{rel_dir}/{name}" for name in sorted(names))
+            names = self._memory_file_names(rel_dir, lambda name: name.endswith(".md"))
+            found.extend(f"{rel_dir}/{name}" for name in names)
         return found
 
-    def _memory_dir_names(self, rel_dir: str, wanted: Callable[[str], bool]) -> list[str]:
-        """Names in a memory directory that ``wanted`` accepts and that are readable files."""
-        names: list[str] = []
+    def _memory_file_names(self, rel_dir: str, wanted: Callable[[str], bool]) -> list[str]:
+        """Names of readable memory files in ``rel_dir`` that ``wanted`` accepts, sorted."""
         try:
-            with open_dir(self.root, rel_dir, MEMORY_AREA) as dir_fd, os.scandir(dir_fd) as it:
-                # scandir: file types come with the listing, so plain files cost no stat call.
-                for entry in it:
-                    if entry.name.startswith(".") or not wanted(entry.name):
-                        continue
-                    if entry.is_file(follow_symlinks=False) or (
-                        not entry.is_dir(follow_symlinks=False)
-                        and self._readable_memory_file(f"{rel_dir}/{entry.name}")
-                    ):
-                        names.append(entry.name)
-        except PathMissing:
-            pass
-        except PathRefused as exc:
+            entries = self.store.listdir(rel_dir, MEMORY_AREA)
+        except WorkspaceError as exc:
             warn_skipped(logger, self.root, exc)
-        except OSError as exc:
-            warn_skipped(logger, self.root, WorkspaceError(f"cannot list {rel_dir}: {exc}"))
-        return names
-
-    def _readable_memory_file(self, rel: str) -> bool:
-        """Whether ``rel`` (a symlink, or of unknown type) resolves to a readable memory file."""
-        try:
-            _, st = locate(self.root, rel, MEMORY_AREA)
-        except PathRefused as exc:
-            warn_skipped(logger, self.root, exc)
-            return False
-        except WorkspaceError:
-            return False
-        if st is None or stat.S_ISDIR(st.st_mode):
-            return False
-        try:
-            check_regular(rel, st.st_mode)
-        except PathRefused as exc:
-            warn_skipped(logger, self.root, exc)
-            return False
-        return True
+            return []
+        return [
+            e.name
+            for e in entries
+            if e.kind == "file" and not e.name.startswith(".") and wanted(e.name)
+        ]
 
     def ledgers(self, *, archived: bool = False) -> list[tuple[date, str]]:
         """Daily ledgers as ``(date, rel path)`` sorted by date; ``archived`` lists the archive.
@@ -523,7 +477,7 @@ class Workspace:
         """
         prefix = ARCHIVE_DIR if archived else MEMORY_DIR
         out: list[tuple[date, str]] = []
-        for name in self._memory_dir_names(prefix, lambda name: bool(_LEDGER_NAME.match(name))):
+        for name in self._memory_file_names(prefix, lambda name: bool(_LEDGER_NAME.match(name))):
             match = _LEDGER_NAME.match(name)
             assert match is not None
             try:
@@ -562,7 +516,53 @@ class Workspace:
                 a missing file raises its subclass that is also a ``FileNotFoundError``.
         """
         confined = self.relpath(rel)
-        return read_regular(self.root, confined, area_of(confined))
+        return self.store.read(confined, area_of(confined))
+
+    def read_versioned(self, rel: str | os.PathLike[str]) -> Versioned | None:
+        """The file's bytes and version, read together (for :meth:`replace_if`); ``None`` if
+        it does not exist."""
+        confined = self.relpath(rel)
+        return self.store.read_versioned(confined, area_of(confined))
+
+    def read_from(self, rel: str | os.PathLike[str], offset: int) -> bytes:
+        """The file's bytes from byte ``offset`` on (``b""`` past its end).
+
+        Raises:
+            WorkspaceError: as :meth:`read_bytes` (``PathMissing`` for a missing file).
+        """
+        confined = self.relpath(rel)
+        return self.store.read_from(confined, offset, area_of(confined))
+
+    def stat(self, rel: str | os.PathLike[str]) -> FileStat | None:
+        """Size, change time and change tag of a file; ``None`` if it does not exist."""
+        confined = self.relpath(rel)
+        return self.store.stat(confined, area_of(confined))
+
+    def listdir(self, rel_dir: str | os.PathLike[str] = "") -> list[Entry]:
+        """The files and sub-directories directly in ``rel_dir`` (default: the top), by name."""
+        confined = self.relpath(rel_dir) if str(rel_dir).strip(" ./") else ""
+        return self.store.listdir(confined, area_of(confined) if confined else WORKSPACE_AREA)
+
+    def delete(self, rel: str | os.PathLike[str]) -> bool:
+        """Remove a file; whether it existed."""
+        confined = self.relpath(rel)
+        return self.store.delete(confined, area_of(confined))
+
+    def replace_if(
+        self, rel: str | os.PathLike[str], text: str | bytes, version: str | None
+    ) -> bool:
+        """Replace a file only if it still has ``version`` (from :meth:`read_versioned`;
+        ``None``: only if it does not exist yet). Returns whether it was replaced."""
+        confined = self.relpath(rel)
+        data = text if isinstance(text, bytes) else _encode(text)
+        return self.store.replace_if(confined, data, version, area_of(confined))
+
+    def write_bytes(self, rel: str | os.PathLike[str], data: bytes) -> None:
+        """:meth:`write_text` for bytes."""
+        if not isinstance(data, bytes):
+            raise WorkspaceError(f"data must be bytes, not {type(data).__name__}")
+        confined = self.relpath(rel)
+        self.store.write(confined, data, area_of(confined))
 
     def write_text(self, rel: str | os.PathLike[str], text: str) -> Path:
         """Replace a file atomically: temp file in the same directory, fsync, ``os.replace``.
@@ -577,7 +577,8 @@ class Workspace:
                 is not encodable, or the write failed (the old file is then left as it was).
         """
         confined = self.relpath(rel)
-        return atomic_write_in(self.root, confined, _encode(text), area_of(confined))
+        self.store.write(confined, _encode(text), area_of(confined))
+        return self.root / confined
 
     def create_text(self, rel: str | os.PathLike[str], text: str) -> bool:
         """Create a file with ``text`` unless it exists; never replaces an existing file.
@@ -586,7 +587,7 @@ class Workspace:
         same moment wins. Returns whether this call created it.
         """
         confined = self.relpath(rel)
-        return atomic_create_in(self.root, confined, _encode(text), area_of(confined))
+        return self.store.create(confined, _encode(text), area_of(confined))
 
     def append_text(
         self, rel: str | os.PathLike[str], text: str, *, fsync: bool = True
@@ -599,7 +600,7 @@ class Workspace:
         of the workspace.
         """
         confined = self.relpath(rel)
-        return locked_append_in(self.root, confined, _encode(text), area_of(confined), fsync=fsync)
+        return self.store.append(confined, _encode(text), area_of(confined), fsync=fsync)
 
     @contextlib.contextmanager
     def lock(self, name: str) -> Iterator[None]:
@@ -609,7 +610,7 @@ class Workspace:
             WorkspaceError: the name is not 1-100 characters of ``A-Z a-z 0-9 _ . -``, or the
                 lock file cannot be created.
         """
-        with file_lock(self._lock_path(name)):
+        with self.store.lock(name):
             yield
 
     @contextlib.asynccontextmanager
@@ -620,15 +621,8 @@ class Workspace:
             WorkspaceError: the name is invalid, or the lock file cannot be created.
             MemdirError: the lock was not free within ``timeout`` seconds.
         """
-        async with async_file_lock(self._lock_path(name), timeout=timeout):
+        async with self.store.async_lock(name, timeout=timeout):
             yield
-
-    def _lock_path(self, name: str) -> Path:
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", name):
-            raise WorkspaceError(
-                f"invalid lock name {name!r}: use 1-100 characters of A-Z a-z 0-9 _ . -"
-            )
-        return self.index_dir / "locks" / f"{name}.lock"
 
 
 def _encode(text: str) -> bytes:
