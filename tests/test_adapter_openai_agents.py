@@ -42,13 +42,18 @@ def pairing_ok(items: list[Any]) -> bool:
     return sorted(calls) == sorted(outputs)
 
 
-def tool_then_answer(call: Any) -> list[Any]:
-    """One lookup per user turn, then an answer naming its result."""
-    last = call.input[-1]
-    if last.get("type") == "function_call_output":
-        return [assistant_message(f"Done: {last['output']}.", item_id=f"m-{len(call.input)}")]
-    turn = sum(1 for i in call.input if i.get("role") == "user")
-    return [function_call("lookup", {"key": f"shelf-{turn}"}, call_id=f"call-{turn}")]
+def tool_then_answer() -> Callable[[Any], list[Any]]:
+    """A responder: one lookup per user turn, then an answer naming its result."""
+    turns = iter(range(1_000))
+
+    def respond(call: Any) -> list[Any]:
+        last = call.input[-1]
+        if last.get("type") == "function_call_output":
+            return [assistant_message(f"Done: {last['output']}.", item_id=f"m-{last['call_id']}")]
+        turn = next(turns)
+        return [function_call("lookup", {"key": f"shelf-{turn}"}, call_id=f"call-{turn}")]
+
+    return respond
 
 
 def recording(session: MemdirSession) -> list[Any]:
@@ -81,7 +86,7 @@ async def test_forty_turns_compact_flush_offload_and_a_second_run_remembers(ws: 
     added = recording(session)
     # response_id=None: a chat-completions-style model, for which the SDK never calls
     # run_compaction; the session compacts by itself.
-    model = ScriptedModel(steps(tool_then_answer, 80, response_id=None))
+    model = ScriptedModel(steps(tool_then_answer(), 80, response_id=None))
     agent = Agent(name="clerk", model=model, tools=[lookup])
     config = RunConfig(call_model_input_filter=memdir_input_filter(session=session))
     for turn in range(40):
