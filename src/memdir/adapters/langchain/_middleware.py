@@ -1,0 +1,415 @@
+"""``MemdirMiddleware``: memdir's memory, compaction and eviction in a LangChain v1 agent."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import RemoveMessage, SystemMessage, ToolMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from memdir.adapters.langchain._convert import message_to_msg, msg_to_messages
+from memdir.adapters.langchain._model import LangChainChatModel
+from memdir.adapters.langchain._runner import Runner
+from memdir.adapters.langchain._session import Session, thread_session, tool_spec
+from memdir.adapters.langchain._tools import memdir_tools
+from memdir.agent import WorkspaceContextHook
+from memdir.compaction import CompactionConfig, CompactionResult, ConversationCompactor
+from memdir.errors import ConfigError, MemdirError
+from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
+from memdir.memory import (
+    MaintenanceConfig,
+    MemoryConsolidator,
+    MemoryFlushManager,
+    MemoryMaintenanceScheduler,
+)
+from memdir.messages import Msg
+from memdir.models import ChatModel, ExtractiveModel, ToolSpec, model_from_string
+from memdir.redact import redact
+from memdir.sessions import SessionLog, validate_session_id
+from memdir.store.workspace import Workspace
+
+__all__ = ["MemdirMiddleware"]
+
+log = logging.getLogger("memdir.adapters.langchain")
+
+
+class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """memdir in ``create_agent(..., middleware=[MemdirMiddleware(workspace)])``.
+
+    Before every model call it logs the new messages to ``sessions/<thread>.log.jsonl``, keeps
+    the turn's tool results within budget, and compacts when a trigger fires: the prefix is
+    flushed to the daily ledger and appended to the session log first, then replaced by one
+    summary naming its log lines; tool calls and their results are never separated. If the
+    summary fails, the state is left as it was (the run goes on; nothing is replaced by an
+    error text). Each model call gets the date, ``AGENTS.md`` and a budgeted ``MEMORY.md`` in
+    its system prompt; a tool result over the eviction limit is saved to
+    ``large_tool_results/`` and the model sees a preview and the path. After the run, new
+    durable facts are extracted to ``memory/YYYY-MM-DD.md`` in the background.
+
+    The conversation is the LangGraph thread: ``config={"configurable": {"thread_id": ...}}``
+    names its session (an id that is not a valid session id is hashed to ``lc-<hex>``).
+
+    Args:
+        workspace: the workspace (or its path; default: the configured one).
+        model: what writes summaries and extracts memories: a LangChain chat model, a memdir
+            :class:`~memdir.models.ChatModel`, a name for
+            :func:`~memdir.models.model_from_string`, or ``None`` for the offline
+            :class:`~memdir.models.ExtractiveModel`.
+        compaction: triggers and tail (``None``: no compaction).
+        tool_result_eviction: when tool results go to files (``None``: never).
+        memory_flush: extract facts after each run and before each compaction.
+        memory_tools: offer ``memory_search``, ``memory_get`` and ``memory_add`` to the agent
+            (and ``read_file`` when eviction is on, to read evicted outputs).
+        workspace_context: add the date, ``AGENTS.md`` and ``MEMORY.md`` to the system prompt.
+        inject_memory: include ``MEMORY.md`` (default: unless memory is off altogether).
+        max_context_tokens: budget of ``AGENTS.md`` and ``MEMORY.md`` in the prompt.
+        maintenance: consolidate the ledgers into ``MEMORY.md`` on a background thread
+            (``None``: not here; run ``memdir maintain`` or a scheduler of your own).
+        session_id: one fixed session for every thread (default: the thread id).
+
+    Raises:
+        ConfigError: a setting has the wrong type.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace | str | os.PathLike[str] | None = None,
+        *,
+        model: BaseChatModel | ChatModel | str | None = None,
+        compaction: CompactionConfig | None = CompactionConfig(),  # noqa: B008 (frozen)
+        tool_result_eviction: ToolResultEvictionConfig | None = ToolResultEvictionConfig(),  # noqa: B008
+        memory_flush: bool = True,
+        memory_tools: bool = True,
+        workspace_context: bool = True,
+        inject_memory: bool | None = None,
+        max_context_tokens: int = 8_000,
+        maintenance: MaintenanceConfig | None = None,
+        session_id: str | None = None,
+    ) -> None:
+        super().__init__()
+        for label, value, kind in (
+            ("compaction", compaction, CompactionConfig),
+            ("tool_result_eviction", tool_result_eviction, ToolResultEvictionConfig),
+            ("maintenance", maintenance, MaintenanceConfig),
+        ):
+            if value is not None and not isinstance(value, kind):
+                raise ConfigError(f"{label} must be a {kind.__name__} or None")
+        self.workspace = Workspace.coerce(workspace)
+        self.model = _memdir_model(model)
+        self._fixed_session = validate_session_id(session_id) if session_id is not None else None
+        self.eviction = tool_result_eviction
+        self.scheduler: MemoryMaintenanceScheduler | None = None
+        if maintenance is not None:
+            consolidator = MemoryConsolidator(
+                self.workspace, self.model, max_memory_tokens=maintenance.max_memory_tokens
+            )
+            self.scheduler = MemoryMaintenanceScheduler(
+                self.workspace, consolidator, config=maintenance
+            )
+        self.flusher = (
+            MemoryFlushManager(self.workspace, self.model, scheduler=self.scheduler)
+            if memory_flush
+            else None
+        )
+        self.compactor = (
+            ConversationCompactor(
+                self.model,
+                self.workspace,
+                compaction,
+                on_flush=self.flusher.flush_memories if self.flusher else None,
+            )
+            if compaction is not None
+            else None
+        )
+        if inject_memory is None:
+            inject_memory = memory_tools or memory_flush
+        self.context = (
+            WorkspaceContextHook(
+                self.workspace,
+                max_context_tokens=max_context_tokens,
+                memory_tools=memory_tools,
+                auto_memory=memory_flush,
+                memory_md=inject_memory,
+            )
+            if workspace_context
+            else None
+        )
+        self.tools = memdir_tools(
+            self.workspace, memory=memory_tools, files=memory_tools and self.eviction is not None
+        )
+        self.last_compaction: CompactionResult | None = None
+        """The latest compaction this middleware applied."""
+        self._runner = Runner("memdir-langchain")
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+        self._tool_specs: dict[int, tuple[object, ToolSpec | None]] = {}
+        self._learned: set[int] = set()
+        self._started = False
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def _session(self) -> Session:
+        sid = self._fixed_session or thread_session()
+        with self._lock:
+            found = self._sessions.get(sid)
+            if found is None:
+                found = Session(
+                    id=sid,
+                    workspace=self.workspace,
+                    log=self.compactor.session_log(sid)
+                    if self.compactor
+                    else SessionLog(self.workspace, sid, redact=redact),
+                    evictor=ToolResultEvictor(self.workspace, self.eviction, session_id=sid)
+                    if self.eviction
+                    else None,
+                )
+                self._sessions[sid] = found
+            if not self._started and self.scheduler is not None:
+                self._started = True
+                self.scheduler.start()
+            return found
+
+    # -- before the model call: log, evict, compact ---------------------------------------
+
+    def _prepare(self, state: AgentState[Any]) -> tuple[Session, list[Msg], list[Msg], bool] | None:
+        """``(session, messages, evicted, compaction due)``; ``None`` if it cannot be done."""
+        try:
+            session = self._session()
+            msgs = session.convert(state["messages"])
+            session.log_new(msgs)
+            changed: list[Msg] = []
+            if session.evictor is not None:
+                outcome = session.evictor.evict(msgs)
+                if outcome.evicted:
+                    changed = [n for o, n in zip(msgs, outcome.messages, strict=True) if o is not n]
+                    msgs = outcome.messages
+            return session, msgs, changed, self._due(session, msgs)
+        except MemdirError as exc:
+            log.warning("memdir left the conversation as it is: %s", exc)
+            return None
+
+    def _due(self, session: Session, msgs: list[Msg]) -> bool:
+        if self.compactor is None:
+            return False
+        count, tokens = self.compactor.measure(msgs, system=session.system, tools=session.tools)
+        if self.compactor.trigger_reason(count, tokens) is not None:
+            return True
+        ta = self.compactor.config.truncate_args
+        return ta is not None and bool(
+            (ta.trigger_messages and count >= ta.trigger_messages)
+            or (ta.trigger_tokens and tokens >= ta.trigger_tokens)
+        )
+
+    async def _compact(self, session: Session, msgs: list[Msg]) -> CompactionResult | None:
+        assert self.compactor is not None
+        try:
+            return await self.compactor.compact_if_needed(
+                msgs, session_id=session.id, system=session.system, tools=session.tools
+            )
+        except MemdirError as exc:
+            log.warning("session %s: not compacted: %s", session.id, exc)
+            return None
+
+    def _update(
+        self, session: Session, changed: list[Msg], result: CompactionResult | None
+    ) -> dict[str, Any] | None:
+        if result is not None:
+            self.last_compaction = result
+            return {
+                "messages": [
+                    RemoveMessage(id=REMOVE_ALL_MESSAGES),
+                    *session.to_langchain(result.messages),
+                ]
+            }
+        if changed:  # same ids: add_messages replaces them in place
+            return {"messages": session.to_langchain(changed)}
+        return None
+
+    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Log, evict and compact (see the class docstring)."""
+        prepared = self._prepare(state)
+        if prepared is None:
+            return None
+        session, msgs, changed, due = prepared
+        result = self._runner.run(self._compact(session, msgs)) if due else None
+        return self._update(session, changed, result)
+
+    async def abefore_model(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """:meth:`before_model` for ``ainvoke`` and ``astream``."""
+        prepared = self._prepare(state)
+        if prepared is None:
+            return None
+        session, msgs, changed, due = prepared
+        result = await self._runner.arun(self._compact(session, msgs)) if due else None
+        return self._update(session, changed, result)
+
+    # -- the model call: workspace context ------------------------------------------------
+
+    def _request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        session = self._session()
+        self._learn_window(request.model)
+        session.tools = self._specs(request.tools)
+        system = request.system_message
+        if self.context is None:
+            session.system = system.text if system is not None else None
+            return request
+        section = self.context.render(session.id)
+        if system is None:
+            new = SystemMessage(content=section)
+        elif isinstance(system.content, str):
+            sep = "" if not system.content else "\n\n"
+            new = SystemMessage(content=f"{system.content}{sep}{section}")
+        else:  # content blocks (e.g. with cache_control): the context goes last
+            new = SystemMessage(content=[*system.content, {"type": "text", "text": section}])
+        session.system = new.text
+        return request.override(system_message=new)
+
+    def _learn_window(self, model: object) -> None:
+        if self.compactor is None or id(model) in self._learned:
+            return
+        self._learned.add(id(model))
+        profile = getattr(model, "profile", None)
+        window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+        if isinstance(window, int) and window > 0:
+            self.compactor.learn_context_window(window)
+
+    def _specs(self, tools: Sequence[object]) -> list[ToolSpec]:
+        specs = []
+        for tool in tools:
+            cached = self._tool_specs.get(id(tool))
+            if cached is None or cached[0] is not tool:
+                cached = (tool, tool_spec(tool))
+                self._tool_specs[id(tool)] = cached
+            if cached[1] is not None:
+                specs.append(cached[1])
+        return specs
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """Call the model with the workspace context in its system prompt."""
+        return handler(self._request(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """:meth:`wrap_model_call` for ``ainvoke`` and ``astream``."""
+        return await handler(self._request(request))
+
+    # -- tool calls: eviction -------------------------------------------------------------
+
+    def _evicted(
+        self, request: ToolCallRequest, result: ToolMessage | Command[Any]
+    ) -> ToolMessage | Command[Any]:
+        if self.eviction is None or not isinstance(result, ToolMessage):
+            return result
+        content = result.content
+        size = (
+            len(content)
+            if isinstance(content, str)
+            else sum(len(p) if isinstance(p, str) else len(str(p.get("text", ""))) for p in content)
+        )
+        if size <= self.eviction.max_result_chars:
+            return result
+        try:
+            session = self._session()
+            assert session.evictor is not None
+            msg = message_to_msg(result)
+            names = {result.tool_call_id: str(request.tool_call.get("name") or result.name)}
+            out = session.evictor.evict_message(msg, tool_names=names)
+        except MemdirError as exc:
+            log.warning("tool result kept in the context: %s", exc)
+            return result
+        if out is msg:
+            return result
+        evicted = msg_to_messages(out)[0]
+        assert isinstance(evicted, ToolMessage)
+        return evicted
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Run the tool; an oversized result is saved to a file and previewed."""
+        return self._evicted(request, handler(request))
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """:meth:`wrap_tool_call` for ``ainvoke`` and ``astream``."""
+        return self._evicted(request, await handler(request))
+
+    # -- after the run: log and flush -----------------------------------------------------
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Log the last messages and start the memory flush in the background."""
+        try:
+            session = self._session()
+            msgs = session.convert(state["messages"])
+            session.log_new(msgs)
+        except MemdirError as exc:
+            log.warning("memdir could not read the conversation: %s", exc)
+            return None
+        if self.flusher is not None:
+            self._runner.spawn(
+                self.flusher.flush_memories(msgs, session_id=session.id),
+                f"memory flush of session {session.id}",
+            )
+        return None
+
+    async def aafter_agent(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """:meth:`after_agent` for ``ainvoke`` and ``astream``."""
+        return self.after_agent(state, runtime)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def drain(self, timeout: float | None = 30.0) -> bool:
+        """Wait for the background memory flushes; whether they finished within ``timeout``."""
+        return self._runner.drain(timeout)
+
+    def close(self, timeout: float = 30.0) -> bool:
+        """Finish the background work (at most ``timeout`` seconds) and stop the threads.
+
+        A flush cut short resumes from its cursor next time. Returns whether everything
+        finished. The middleware starts again if it is used after this.
+        """
+        finished = self._runner.close(timeout)
+        if self.scheduler is not None and self._started:
+            self.scheduler.stop()
+            self._started = False
+        return finished
+
+
+def _memdir_model(model: object) -> ChatModel:
+    if model is None:
+        return ExtractiveModel()
+    if isinstance(model, BaseChatModel):
+        return LangChainChatModel(model)
+    if isinstance(model, str):
+        return model_from_string(model)
+    if isinstance(model, ChatModel):
+        return model
+    raise ConfigError(
+        "model must be a LangChain chat model, a memdir ChatModel, a model name or None, "
+        f"not {type(model).__name__}"
+    )

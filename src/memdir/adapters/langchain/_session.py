@@ -1,0 +1,116 @@
+"""One conversation (LangGraph thread) as the middleware keeps it: its log, its Msg cache."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.config import get_config
+
+from memdir.adapters.langchain._convert import message_to_msg, msg_to_messages
+from memdir.errors import MemdirError
+from memdir.eviction import ToolResultEvictor
+from memdir.messages import Msg
+from memdir.models import ToolSpec
+from memdir.sessions import SessionLog, validate_session_id
+from memdir.store.workspace import Workspace
+
+__all__ = ["Session", "thread_session", "tool_spec"]
+
+log = logging.getLogger("memdir.adapters.langchain")
+
+_Cached = tuple[BaseMessage, object, Msg]  # the LangChain message, its content, its Msg
+
+
+@dataclass(slots=True)
+class Session:
+    """What the middleware keeps per conversation.
+
+    ``cache`` maps each state message's id to the message, its content and its Msg, so a
+    model call converts only the messages that are new or were replaced since the last one.
+    """
+
+    id: str
+    workspace: Workspace
+    log: SessionLog
+    evictor: ToolResultEvictor | None
+    cache: dict[str, _Cached] = field(default_factory=dict)
+    logged: set[str] = field(default_factory=set)
+    system: str | None = None
+    tools: list[ToolSpec] | None = None
+
+    def convert(self, messages: Sequence[BaseMessage]) -> list[Msg]:
+        """The state's messages as Msg, converting only those new or changed since last time."""
+        out: list[Msg] = []
+        seen: dict[str, _Cached] = {}
+        for message in messages:
+            if message.id is None:  # add_messages gives every message an id; others may not
+                message.id = uuid.uuid4().hex
+            hit = self.cache.get(message.id)
+            if hit is not None and hit[0] is message and hit[1] is message.content:
+                msg = hit[2]
+            else:
+                when = hit[2].created_at if hit is not None else self.workspace.utc_now()
+                msg = message_to_msg(message, created_at=when)
+            seen[message.id] = (message, message.content, msg)
+            out.append(msg)
+        self.cache = seen
+        return out
+
+    def to_langchain(self, msgs: Sequence[Msg]) -> list[BaseMessage]:
+        """Msg back to LangChain: the very same objects for messages memdir did not change."""
+        out: list[BaseMessage] = []
+        for msg in msgs:
+            hit = self.cache.get(msg.id)
+            if hit is not None and hit[2] is msg:
+                out.append(hit[0])
+            else:
+                out.extend(msg_to_messages(msg))
+        return out
+
+    def log_new(self, msgs: Sequence[Msg]) -> None:
+        """Append the messages not logged yet (the compaction offload fsyncs them later)."""
+        new = [m for m in msgs if m.id not in self.logged]
+        if not new:
+            return
+        try:
+            self.log.append(new, fsync=False)
+        except MemdirError as exc:
+            log.warning("session %s: messages not logged yet: %s", self.id, exc)
+            return
+        self.logged.update(m.id for m in new)
+
+
+def thread_session() -> str:
+    """The session of the current LangGraph run: its thread id, else ``default``."""
+    try:
+        config = get_config()
+    except RuntimeError:
+        return "default"
+    thread = (config.get("configurable") or {}).get("thread_id")
+    if thread is None or thread == "":
+        return "default"
+    text = str(thread)
+    try:
+        return validate_session_id(text)
+    except MemdirError:
+        return "lc-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def tool_spec(tool: object) -> ToolSpec | None:
+    """A tool as memdir counts it; ``None`` for one LangChain cannot describe as a function."""
+    try:
+        described = convert_to_openai_tool(tool)  # type: ignore[arg-type]
+        function = described["function"]
+        return ToolSpec(
+            name=function["name"],
+            description=function.get("description") or "",
+            parameters=function.get("parameters") or {},
+        )
+    except (ValueError, TypeError, KeyError, MemdirError):
+        return None
