@@ -1,0 +1,136 @@
+"""Where a LangGraph store item lives in a workspace, as plain files.
+
+::
+
+    <workspace>/store/<label 1>/.../<label n>/<key>.json    one item (the truth)
+    <workspace>/store/.search/memory/<digest>.md             its searchable text (derived)
+    <workspace>/store/.search/.index/memory_index.db         the index of that text
+
+A namespace label is one directory and a key one file, each name the text itself except for
+``%`` escapes of what a file name cannot hold or would hide: ``/``, ``\\``, ``%``, ``#``,
+whitespace, control characters and a leading ``.``. A name longer than 200 bytes becomes
+``%h`` and a hash of the text. ``%`` always starts an escape of two hex digits otherwise, so
+no two texts share a name; the item file holds the real namespace and key either way. LangGraph
+labels never contain ``.``, so ``store/.search`` is never a namespace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+__all__ = [
+    "ITEM_SUFFIX",
+    "SEARCH_DIR",
+    "STORE_DIR",
+    "decode_name",
+    "encode_name",
+    "item_rel",
+    "namespace_rel",
+    "search_rel",
+    "walk_items",
+]
+
+STORE_DIR: Final = "store"
+SEARCH_DIR: Final = ".search"
+ITEM_SUFFIX: Final = ".json"
+_MAX_NAME_BYTES: Final = 200
+_HASHED: Final = "%h"
+_ESCAPED: Final = frozenset("/\\%#")
+
+
+def _escape(ch: str) -> str:
+    return "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+
+
+def encode_name(text: str) -> str:
+    """The file name of a label or key (without suffix); see the module docstring."""
+    out = []
+    for i, ch in enumerate(text):
+        code = ord(ch)
+        if (
+            ch in _ESCAPED
+            or ch.isspace()
+            or code < 0x20
+            or 0x7F <= code < 0xA0
+            or 0xD800 <= code < 0xE000
+            or (i == 0 and ch == ".")
+        ):
+            out.append(_escape(ch))
+        else:
+            out.append(ch)
+    name = "".join(out) or "%"  # the empty key: a lone % is no escape
+    if len(name.encode("utf-8")) > _MAX_NAME_BYTES:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+        return _HASHED + digest
+    return name
+
+
+def decode_name(name: str) -> str | None:
+    """The text of a name :func:`encode_name` made; ``None`` for a hashed (or foreign) one."""
+    if name == "%":
+        return ""
+    if name.startswith(_HASHED):
+        return None
+    raw = bytearray()
+    i = 0
+    while i < len(name):
+        ch = name[i]
+        if ch == "%":
+            digits = name[i + 1 : i + 3]
+            if len(digits) != 2 or not all(c in "0123456789ABCDEF" for c in digits):
+                return None
+            raw.append(int(digits, 16))
+            i += 3
+            continue
+        raw.extend(ch.encode("utf-8", "surrogatepass"))
+        i += 1
+    try:
+        return raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return None
+
+
+def namespace_rel(namespace: tuple[str, ...]) -> str:
+    """Workspace-relative directory of a namespace (``store`` for the empty prefix)."""
+    return "/".join([STORE_DIR, *(encode_name(label) for label in namespace)])
+
+
+def item_rel(namespace: tuple[str, ...], key: str) -> str:
+    """Workspace-relative path of an item's file."""
+    return f"{namespace_rel(namespace)}/{encode_name(key)}{ITEM_SUFFIX}"
+
+
+def search_rel(namespace: tuple[str, ...], key: str) -> str:
+    """Path of an item's searchable text, relative to the search workspace ``store/.search``."""
+    ident = json.dumps([list(namespace), key], ensure_ascii=True)
+    return f"memory/{hashlib.sha256(ident.encode('ascii')).hexdigest()[:32]}.md"
+
+
+def walk_items(root: Path, rel_dir: str) -> Iterator[tuple[str, list[str]]]:
+    """``(directory rel, [item file names])`` under ``root/rel_dir``, parents before children.
+
+    Symbolic links are not followed and dot-entries (``.search``) are skipped; directories
+    without items are listed with an empty list (their children may hold items).
+    """
+    stack = [rel_dir]
+    while stack:
+        current = stack.pop()
+        try:
+            with os.scandir(root / current) as entries:
+                files, dirs = [], []
+                for entry in entries:
+                    if entry.name.startswith("."):
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        dirs.append(entry.name)
+                    elif entry.name.endswith(ITEM_SUFFIX) and entry.is_file(follow_symlinks=False):
+                        files.append(entry.name)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        yield current, sorted(files)
+        stack.extend(f"{current}/{d}" for d in sorted(dirs, reverse=True))
