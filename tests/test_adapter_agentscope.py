@@ -374,3 +374,41 @@ def test_converted_times_are_aware():
     (segment,) = to_memdir([msg])
     assert segment.created_at.tzinfo is not None
     assert segment.created_at == datetime.fromisoformat(msg.created_at).astimezone().astimezone(UTC)
+
+
+async def test_the_compression_tool_compacts_without_losing_its_own_call(ws: Workspace):
+    """AgentScope's CompressContext tool compresses from inside its own call: memdir compacts
+    what came before and the call still gets its result."""
+
+    def reply(wire: list[dict[str, Any]]) -> ChatResponse:
+        results = [m for m in wire if m["role"] == "tool"]
+        if results and _text(results[-1]) == "Context compressed successfully.":
+            return _answer("Result: Context compressed successfully.")  # (a reminder may follow)
+        if wire[-1]["role"] == "tool":
+            return _answer(f"Result: {_text(wire[-1])[:40]}")
+        n = int(re.search(r"service-(\d+)", _last_user(wire)).group(1))  # type: ignore[union-attr]
+        if n == 6:
+            return _call("compress-1", "CompressContext", {})
+        return _call(f"call-{n}", "lookup", {"service": f"service-{n}"})
+
+    memory = MemdirMiddleware(
+        ws, compaction=CompactionConfig(trigger_messages=500, keep_messages=4)
+    )
+    model = ScriptedModel(reply)
+    agent = Agent(
+        name="Friday",
+        system_prompt="You are Friday.",
+        model=model,
+        toolkit=Toolkit(tools=[allowed(lookup)]),
+        middlewares=[memory],
+        context_config=ContextConfig(compression_tool_enabled=True),
+    )
+    for n in range(1, 7):
+        last = await agent.reply(
+            UserMsg(name="user", content=f"Remember that service-{n} runs on port {8000 + n}.")
+        )
+    assert last.get_text_content() == "Result: Context compressed successfully."
+    assert "## SESSION INTENT" in agent.state.summary
+    for wire in model.wires:
+        check_pairing(wire)
+    assert dangling_tool_calls(to_memdir(agent.state.context)) == []

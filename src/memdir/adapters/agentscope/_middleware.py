@@ -192,7 +192,11 @@ class MemdirMiddleware(MiddlewareBase):
         window = getattr(agent.model, "context_size", None)
         if isinstance(window, int) and window > 0:
             self.compactor.learn_context_window(window)
-        messages = self._conversation(agent, sid)
+        # A call still running (AgentScope's CompressContext tool calls this from inside its
+        # own call) keeps its message out of compaction, so its result finds it.
+        context = list(agent.state.context)
+        held = context[-1:] if agent.state.get_unfinished_tool_calls(agent.name) else []
+        messages = self._conversation(context[: len(context) - len(held)], agent, sid)
         result = await self.compactor.compact_if_needed(
             messages,
             session_id=sid,
@@ -205,7 +209,7 @@ class MemdirMiddleware(MiddlewareBase):
         summary = next((m for m in result.messages if m.name == SUMMARY_NAME), None)
         kept = [m for m in result.messages if m.name != SUMMARY_NAME]
         agent.state.summary = summary.text if summary is not None else ""
-        agent.state.context = from_memdir(kept)
+        agent.state.context = [*from_memdir(kept), *held]
         if summary is not None:
             self._summaries[sid] = summary
         else:
@@ -238,8 +242,8 @@ class MemdirMiddleware(MiddlewareBase):
             del self._cache[key]
         return out
 
-    def _conversation(self, agent: Agent, sid: str) -> list[Msg]:
-        messages = self.segments(agent.state.context)
+    def _conversation(self, context: Sequence[AsMsg], agent: Agent, sid: str) -> list[Msg]:
+        messages = self.segments(context)
         summary = agent.state.summary
         if summary:
             ours = self._summaries.get(sid)
