@@ -250,10 +250,12 @@ def test_memory_is_injected_and_a_thread_id_that_is_no_session_id_is_hashed(
 ) -> None:
     ws.write_text("MEMORY.md", "# Preferences\n- The user writes in British English.\n")
     model = ScriptedChat(messages=iter([AIMessage("Noted.")]), requests=[])
-    agent = create_agent(model, middleware=[MemdirMiddleware(ws, memory_flush=False)])
+    middleware = MemdirMiddleware(ws, memory_flush=False)
+    agent = create_agent(model, middleware=[middleware])
     agent.invoke(
         {"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "user/42 chat"}}
     )
+    middleware.close()
     system = model.requests[0][0]
     assert isinstance(system, SystemMessage)
     assert "<memory_context" in system.text and "British English" in system.text

@@ -40,6 +40,7 @@ from memdir.store.workspace import Workspace
 __all__ = ["MemdirMiddleware"]
 
 log = logging.getLogger("memdir.adapters.langchain")
+_BACKGROUND_DELAY = 0.05  # seconds: the run returns before the log append and flush start
 
 
 class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -185,7 +186,6 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         try:
             session = self._session()
             msgs = session.convert(state["messages"])
-            session.log_new(msgs)
             changed: list[Msg] = []
             if session.evictor is not None:
                 outcome = session.evictor.evict(msgs)
@@ -200,7 +200,7 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _due(self, session: Session, msgs: list[Msg]) -> bool:
         if self.compactor is None:
             return False
-        count, tokens = self.compactor.measure(msgs, system=session.system, tools=session.tools)
+        count, tokens = session.measure(self.compactor.counter, msgs)
         if self.compactor.trigger_reason(count, tokens) is not None:
             return True
         ta = self.compactor.config.truncate_args
@@ -360,19 +360,18 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     # -- after the run: log and flush -----------------------------------------------------
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Log the last messages and start the memory flush in the background."""
+        """Log the last messages and flush new facts to the ledger, in the background."""
         try:
             session = self._session()
             msgs = session.convert(state["messages"])
-            session.log_new(msgs)
         except MemdirError as exc:
             log.warning("memdir could not read the conversation: %s", exc)
             return None
-        if self.flusher is not None:
-            self._runner.spawn(
-                self.flusher.flush_memories(msgs, session_id=session.id),
-                f"memory flush of session {session.id}",
-            )
+        self._runner.spawn(
+            _log(session, msgs, self.flusher),
+            f"log and memory flush of session {session.id}",
+            delay=_BACKGROUND_DELAY,
+        )
         return None
 
     async def aafter_agent(
@@ -398,6 +397,15 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             self.scheduler.stop()
             self._started = False
         return finished
+
+
+async def _log(
+    session: Session, msgs: list[Msg], flusher: MemoryFlushManager | None = None
+) -> None:
+    """Append what is new to the session log, then (after a run) flush it to memory."""
+    session.log_new(msgs)
+    if flusher is not None:
+        await flusher.flush_memories(msgs, session_id=session.id)
 
 
 def _memdir_model(model: object) -> ChatModel:

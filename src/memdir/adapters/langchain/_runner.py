@@ -52,9 +52,13 @@ class Runner:
         """Run ``coro`` on the loop and await its result from another event loop."""
         return await asyncio.wrap_future(self.submit(coro))
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
-        """Start ``coro`` in the background; a failure is logged, never raised."""
-        future = self.submit(coro)
+    def spawn(self, coro: Coroutine[Any, Any, Any], what: str, *, delay: float = 0.0) -> None:
+        """Start ``coro`` in the background, after ``delay`` seconds; a failure is logged.
+
+        The delay lets the caller's thread finish what it is doing first (both threads share
+        the interpreter lock), so background work runs while the agent waits for its model.
+        """
+        future = self.submit(_after(delay, coro))
         self._background.add(future)
 
         def done(fut: concurrent.futures.Future[Any]) -> None:
@@ -87,3 +91,13 @@ class Runner:
             if not thread.is_alive():
                 loop.close()
         return finished
+
+
+async def _after(delay: float, coro: Coroutine[Any, Any, _T]) -> _T:
+    if delay > 0:
+        try:
+            await asyncio.sleep(delay)
+        except BaseException:
+            coro.close()
+            raise
+    return await coro
