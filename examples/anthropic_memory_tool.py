@@ -20,9 +20,17 @@ today = f"/memories/{ws.today().isoformat()}.md"
 commands = [
     {"command": "view", "path": "/memories"},
     {"command": "create", "path": "/memories/preferences.md", "file_text": "- Prefers tea.\n"},
-    {"command": "str_replace", "path": "/memories/preferences.md",
-     "old_str": "tea", "new_str": "green tea, no sugar"},
-    {"command": "create", "path": today, "file_text": "We decided to ship the coupon API on Friday."},
+    {
+        "command": "str_replace",
+        "path": "/memories/preferences.md",
+        "old_str": "tea",
+        "new_str": "green tea, no sugar",
+    },
+    {
+        "command": "create",
+        "path": today,
+        "file_text": "We decided to ship the coupon API on Friday.",
+    },
     {"command": "str_replace", "path": today, "old_str": "Friday", "new_str": "Monday"},
     {"command": "view", "path": "/memories/../etc/passwd"},
     {"command": "view", "path": "/memories"},

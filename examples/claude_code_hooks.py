@@ -30,8 +30,13 @@ for attempt in ("first", "second"):
     done = subprocess.run(hook, input=json.dumps(pre_compact), capture_output=True, text=True)
     print(f"PreCompact ({attempt} time): exit {done.returncode}; {done.stderr.strip()}")
 
-start = {**session, "transcript_path": str(transcript), "hook_event_name": "SessionStart",
-         "source": "compact", "model": "claude-sonnet-4-5"}
+start = {
+    **session,
+    "transcript_path": str(transcript),
+    "hook_event_name": "SessionStart",
+    "source": "compact",
+    "model": "claude-sonnet-4-5",
+}
 done = subprocess.run(hook, input=json.dumps(start), capture_output=True, text=True)
 context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
 print("\nSessionStart (source compact) adds this to Claude's context:\n")
