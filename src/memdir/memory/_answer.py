@@ -2,7 +2,9 @@
 
 Models decorate. ``NO_REPLY.``, `` `NO_REPLY` ``, a fenced ``NO_REPLY``, ``- (none)`` and
 ``- NO_REPLY`` all mean "nothing new". Prose without any list item is *unusable* (not
-"nothing"): the caller keeps the messages for the next flush instead of losing them.
+"nothing"): the caller keeps the messages for the next flush instead of losing them. So is an
+answer whose every bullet is a line of the prompt, a tool call written as text or a ledger
+block heading (:func:`memdir.memory._guards.screen_bullets`): the model did not do the task.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memdir._scaffold import Scaffold
 from memdir.memory._entries import parse_bullets, strip_fence
+from memdir.memory._guards import screen_bullets
 from memdir.store.ledger import normalize_bullet
 
 __all__ = ["FlushAnswer", "describe_error", "parse_flush_answer", "valid_unicode"]
@@ -26,15 +30,16 @@ _NO_REPLY_FIRST = re.compile(r"^[\s`*_>\"'(\[]*NO_REPLY\b", re.IGNORECASE)
 
 @dataclass(frozen=True, slots=True)
 class FlushAnswer:
-    """What the answer said."""
+    """What the answer said, and (log-safe) which of its bullets were dropped as no fact."""
 
     bullets: tuple[str, ...]
     nothing: bool
     usable: bool
+    dropped: str = ""
 
 
-def parse_flush_answer(text: str) -> FlushAnswer:
-    """Classify a flush answer (see the module docstring)."""
+def parse_flush_answer(text: str, scaffold: Scaffold | None = None) -> FlushAnswer:
+    """Classify a flush answer (see the module docstring); ``scaffold``: the prompt's lines."""
     body = strip_fence(text).strip()
     if not body:
         return FlushAnswer((), nothing=False, usable=False)
@@ -45,8 +50,13 @@ def parse_flush_answer(text: str) -> FlushAnswer:
         if _NOTHING.match(bullet.text) or not normalize_bullet(bullet.text):
             continue
         bullets.append(bullet.text)
+    dropped = ""
+    if scaffold is not None and bullets:
+        bullets, dropped = screen_bullets(bullets, scaffold)
+        if not bullets:
+            return FlushAnswer((), nothing=False, usable=False, dropped=dropped)
     if bullets:
-        return FlushAnswer(tuple(bullets), nothing=False, usable=True)
+        return FlushAnswer(tuple(bullets), nothing=False, usable=True, dropped=dropped)
     if parse_bullets(body):  # only "nothing" bullets
         return FlushAnswer((), nothing=True, usable=True)
     return FlushAnswer((), nothing=False, usable=False)

@@ -1,10 +1,12 @@
 """Asking the model for the new ``MEMORY.md``: one call, and one "shorten it" follow-up.
 
 A failed, timed-out, blank, grossly oversized (three times the budget) or bullet-less answer
-gives nothing; an answer over the budget is sent back once to be shortened, and when the
-follow-up fails or is still over, the shortest over-budget answer is returned for the caller
-to trim. An answer cut off by the output limit is never used as it is. An answer of
-headings only is a valid, empty file (the caller decides whether it may replace the old one).
+gives nothing, and so does one that repeats the request's own lines (a weak model's echo,
+:mod:`memdir.memory._guards`; a wrapper of tags or a fence is removed first). An answer over
+the budget is sent back once to be shortened, and when the follow-up fails or is still over,
+the shortest over-budget answer is returned for the caller to trim. An answer cut off by the
+output limit is never used as it is. An answer of headings only is a valid, empty file (the
+caller decides whether it may replace the old one).
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from collections.abc import Callable
 
 from memdir.memory._answer import describe_error, valid_unicode
 from memdir.memory._budget import tidy
-from memdir.memory._entries import parse_bullets, strip_fence
+from memdir.memory._entries import parse_bullets
+from memdir.memory._guards import consolidation_scaffold, screen_memory, unwrap_memory
 from memdir.memory._prompts import shorten_request
 from memdir.messages import Msg
-from memdir.models import ChatModel, generate_patiently
+from memdir.models import CURRENT_KEY, ChatModel, generate_patiently
 
 __all__ = ["propose"]
 
@@ -40,11 +43,14 @@ async def propose(
 ) -> tuple[str | None, str]:
     """Ask the model, and once more if over budget: ``(text, "")`` or ``(None, why)``.
 
-    The text is fence-stripped, redacted and tidied. An over-budget text is returned when the
-    follow-up fails or is still over (the caller trims it); ``why`` is one of ``timeout``,
-    ``model_error``, ``oversized_answer``, ``blank_answer``, ``unusable_answer``.
+    The text is unwrapped (fence, ``<MEMORY.md>`` tags), redacted, screened and tidied. An
+    over-budget text is returned when the follow-up fails or is still over (the caller trims
+    it); ``why`` is one of ``timeout``, ``model_error``, ``oversized_answer``,
+    ``blank_answer``, ``unusable_answer`` (also for an echo of the request).
     """
     hard_limit = max(3 * max_chars, 8_000)
+    current = request.metadata.get(CURRENT_KEY)
+    current = current if isinstance(current, str) else ""
     candidates: list[str] = []
     conversation: list[Msg] = [request]
     for attempt in range(2):
@@ -78,7 +84,16 @@ async def propose(
             if candidates:
                 return min(candidates, key=len), ""
             return None, "oversized_answer"
-        body = redactor(valid_unicode(strip_fence(raw).strip()))
+        body, note = screen_memory(
+            redactor(valid_unicode(unwrap_memory(raw))),
+            consolidation_scaffold(system=system, conversation=conversation, max_chars=max_chars),
+            current=current,
+        )
+        if body is None:
+            log.warning("consolidation: refused the answer: %s; nothing changed", note)
+            return (min(candidates, key=len), "") if candidates else (None, "unusable_answer")
+        if note:
+            log.warning("consolidation: in the answer, %s", note)
         if body and all(_HEADING.match(ln) for ln in body.splitlines() if ln.strip()):
             # A well-formed file with no entries at all (every one left out, e.g. for size):
             # a valid answer; the caller refuses it if it would drop existing bullets.

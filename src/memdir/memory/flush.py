@@ -29,6 +29,7 @@ from memdir.memory._checks import (
 )
 from memdir.memory._cursor import FlushCursor
 from memdir.memory._entries import parse_bullets
+from memdir.memory._guards import flush_scaffold
 from memdir.memory._prompts import DEFAULT_FLUSH_PROMPT, flush_request
 from memdir.memory._testpoint import pause_point
 from memdir.messages import SUMMARY_NAME, Msg
@@ -332,14 +333,16 @@ class MemoryFlushManager:
                 self.max_answer_chars,
             )
             return "oversized_answer"
-        answer = parse_flush_answer(text)
+        prompt = flush_scaffold(self.prompt, day.isoformat(), ws.ledger_rel(day), transcript)
+        answer = parse_flush_answer(text, prompt)
+        if answer.dropped:
+            log.warning("memory flush of session %s: dropped %s", cursor.session_id, answer.dropped)
         if not answer.usable:
             reason = "blank_answer" if not text.strip() else "unusable_answer"
             log.warning(
-                "memory flush of session %s: the model's answer was %s (no bullet list, "
-                "no NO_REPLY); the messages stay queued",
+                "memory flush of session %s: the model's answer was %s; the messages stay queued",
                 cursor.session_id,
-                "blank" if reason == "blank_answer" else "not a bullet list",
+                "blank" if reason == "blank_answer" else "no bullet list of facts, no NO_REPLY",
             )
             return reason
         if answer.nothing:
