@@ -3,8 +3,10 @@
 A prefix whose transcript does not fit in the summariser's input budget is summarised slice by
 slice, oldest first, each call receiving the summary so far as its previous summary. When the
 summariser still reports a context overflow, the budget is halved and the remaining messages are
-sliced again. Every request carries the task marker and the structured messages, so an offline
-model (``ExtractiveModel``) can serve it without parsing prose.
+sliced again. An answer that is no summary of its messages (a weak model's echo of the prompt,
+:mod:`memdir.compaction._summary_check`) fails as an empty one does, but is not retried. Every
+request carries the task marker and the structured messages, so an offline model
+(``ExtractiveModel``) can serve it without parsing prose.
 """
 
 from __future__ import annotations
@@ -15,13 +17,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memdir.compaction._summary_check import summary_refusal
 from memdir.compaction.overflow import is_context_overflow
 from memdir.compaction.summary import render_messages, render_prompt
 from memdir.compaction.summary import summary_text as unwrap_summary
 from memdir.errors import MemdirError
 from memdir.messages import SUMMARY_NAME, Msg
 from memdir.messages._render import clip, render_message
-from memdir.models import MESSAGES_KEY, TASK_KEY, ChatModel, generate_patiently
+from memdir.models import (
+    MESSAGES_KEY,
+    TASK_KEY,
+    ChatModel,
+    ExtractiveModel,
+    generate_patiently,
+)
 
 __all__ = ["SummaryOutcome", "input_budget", "summarize"]
 
@@ -110,6 +119,17 @@ async def _call(
     return _strip_fences(response.text)
 
 
+def _refusal(model: ChatModel, text: str, template: str, sources: list[str]) -> str | None:
+    """Why a non-empty answer is no summary of ``sources`` (:mod:`._summary_check`), or ``None``.
+
+    The extractive model's answer is made of the messages' own lines, and it is the last
+    resort: it is not checked.
+    """
+    if not text or isinstance(model, ExtractiveModel):
+        return None
+    return summary_refusal(text, template=template, sources=sources)
+
+
 async def summarize(
     model: ChatModel,
     msgs: Sequence[Msg],
@@ -171,6 +191,11 @@ async def summarize(
                     break
                 reason = f"the summary call failed: {type(exc).__name__}: {str(exc)[:200]}"
             else:
+                refusal = _refusal(model, text, template, [running or "", *batch_renders])
+                if refusal is not None:
+                    # The same request would get the same kind of answer: no retry.
+                    text, reason = None, f"the summary was refused: {refusal}"
+                    break
                 if text:
                     break
                 reason = "the summary model returned an empty answer"
