@@ -104,9 +104,6 @@ class Hollow(AgentMiddleware[Any, Any, Any]):
     def wrap_tool_call(self, request: Any, handler: Any) -> Any:
         return handler(request)
 
-    def after_agent(self, state: Any, runtime: Any) -> None:
-        return None
-
 
 def _agent(kind: str) -> tuple[Any, MemdirMiddleware | None]:
     ws = Workspace(tempfile.mkdtemp(prefix="bench-lc-"), tz="UTC")

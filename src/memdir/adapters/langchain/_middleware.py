@@ -8,9 +8,15 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+)
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import RemoveMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, RemoveMessage, SystemMessage, ToolMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
@@ -300,8 +306,11 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
-        """Call the model with the workspace context in its system prompt."""
-        return handler(self._request(request))
+        """Call the model with the workspace context in its system prompt; after the final
+        answer of a run, log the run and flush it to memory in the background."""
+        response = handler(self._request(request))
+        self._answered(request, response)
+        return response
 
     async def awrap_model_call(
         self,
@@ -309,7 +318,9 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """:meth:`wrap_model_call` for ``ainvoke`` and ``astream``."""
-        return await handler(self._request(request))
+        response = await handler(self._request(request))
+        self._answered(request, response)
+        return response
 
     # -- tool calls: eviction -------------------------------------------------------------
 
@@ -357,28 +368,28 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """:meth:`wrap_tool_call` for ``ainvoke`` and ``astream``."""
         return self._evicted(request, await handler(request))
 
-    # -- after the run: log and flush -----------------------------------------------------
+    # -- after the final answer: log and flush ----------------------------------------------
 
-    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Log the last messages and flush new facts to the ledger, in the background."""
+    def _answered(self, request: ModelRequest[Any], response: object) -> None:
+        """After an answer without tool calls (the run ends with it): log the conversation and
+        flush it to the ledger, in the background (a hook here costs no graph step)."""
+        if isinstance(response, ExtendedModelResponse):
+            response = response.model_response
+        result = response.result if isinstance(response, ModelResponse) else [response]
+        answers = [m for m in result if isinstance(m, AIMessage)]
+        if not answers or answers[-1].tool_calls:
+            return
         try:
             session = self._session()
-            msgs = session.convert(state["messages"])
+            msgs = session.convert([*request.messages, *result])
         except MemdirError as exc:
             log.warning("memdir could not read the conversation: %s", exc)
-            return None
+            return
         self._runner.spawn(
             _log(session, msgs, self.flusher),
             f"log and memory flush of session {session.id}",
             delay=_BACKGROUND_DELAY,
         )
-        return None
-
-    async def aafter_agent(
-        self, state: AgentState[Any], runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        """:meth:`after_agent` for ``ainvoke`` and ``astream``."""
-        return self.after_agent(state, runtime)
 
     # -- lifecycle ------------------------------------------------------------------------
 
