@@ -47,6 +47,7 @@ __all__ = ["MemdirMiddleware"]
 
 log = logging.getLogger("memdir.adapters.langchain")
 _BACKGROUND_DELAY = 0.05  # seconds: the run returns before the log append and flush start
+_MAX_SESSIONS = 256  # threads whose message cache is kept (another one is rebuilt when it comes)
 
 
 class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -180,6 +181,10 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     else None,
                 )
                 self._sessions[sid] = found
+                while len(self._sessions) > _MAX_SESSIONS:  # forget the least recent thread
+                    del self._sessions[next(iter(self._sessions))]
+            else:
+                self._sessions[sid] = self._sessions.pop(sid)
             if not self._started and self.scheduler is not None:
                 self._started = True
                 self.scheduler.start()
@@ -381,7 +386,7 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return
         try:
             session = self._session()
-            msgs = session.convert([*request.messages, *result])
+            msgs = session.convert([*request.messages, *result], keep=True)
         except MemdirError as exc:
             log.warning("memdir could not read the conversation: %s", exc)
             return

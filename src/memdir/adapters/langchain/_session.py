@@ -75,10 +75,13 @@ class Session:
     overhead: tuple[object, int] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def convert(self, messages: Sequence[BaseMessage]) -> list[Msg]:
-        """The state's messages as Msg, converting only those new or changed since last time."""
+    def convert(self, messages: Sequence[BaseMessage], *, keep: bool = False) -> list[Msg]:
+        """The state's messages as Msg, converting only those new or changed since last time.
+
+        The cache then holds these messages only, unless ``keep`` (messages seen before stay).
+        """
         out: list[Msg] = []
-        seen: dict[str, _Cached] = {}
+        seen: dict[str, _Cached] = dict(self.cache) if keep else {}
         for message in messages:
             if message.id is None:  # add_messages gives every message an id; others may not
                 message.id = uuid.uuid4().hex
