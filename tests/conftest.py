@@ -60,3 +60,33 @@ def clock() -> FixedClock:
 @pytest.fixture
 def ws(tmp_path: Path, clock: FixedClock) -> Workspace:
     return Workspace(tmp_path / "ws", tz="UTC", clock=clock)
+
+
+# -- PostgreSQL ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A real PostgreSQL server for the session (see ``tests/_postgres.py``); its URL."""
+    from _postgres import server
+
+    with server() as url:
+        yield url
+
+
+@pytest.fixture
+def pg_url(postgres_server: str) -> str:
+    """A workspace URL of its own for one test (a fresh schema on the session's server)."""
+    import uuid
+
+    sep = "&" if "?" in postgres_server else "?"
+    return f"{postgres_server}{sep}schema=t_{uuid.uuid4().hex[:16]}"
+
+
+@pytest.fixture(params=["files", "postgres"])
+def any_ws(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Workspace:
+    """The same workspace on each store: a directory, and a PostgreSQL database."""
+    if request.param == "files":
+        return Workspace(tmp_path / "ws", tz="UTC", clock=clock)
+    url = request.getfixturevalue("pg_url")
+    return Workspace(url, tz="UTC", clock=clock)

@@ -424,7 +424,7 @@ _WARNED_LOCK = threading.Lock()
 _WARNED_MAX = 10_000
 
 
-def warn_skipped(logger: logging.Logger, root: Path, exc: WorkspaceError) -> None:
+def warn_skipped(logger: logging.Logger, root: Path | str, exc: WorkspaceError) -> None:
     """Log that a file was skipped (``exc`` says why), once per path and reason per process."""
     key = (str(root), str(exc))
     with _WARNED_LOCK:

@@ -52,6 +52,7 @@ from memdir.store._safeopen import (
     locate,
     warn_skipped,
 )
+from memdir.store._urls import is_postgres_url, redact_url
 from memdir.store.namespaces import NAMESPACES_DIR, list_namespaces, validate_namespace
 
 __all__ = [
@@ -152,6 +153,16 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def workspace_url(root: str | os.PathLike[str] | None) -> str | None:
+    """The PostgreSQL URL that ``root`` (or, without one, ``$MEMDIR_WORKSPACE``) gives, if any."""
+    chosen: object = root
+    if chosen is None or (isinstance(chosen, str) and not chosen.strip()):
+        chosen = os.environ.get(WORKSPACE_ENV, "").strip()
+    if isinstance(chosen, str) and is_postgres_url(chosen.strip()):
+        return chosen.strip()
+    return None
+
+
 def resolve_workspace_root(root: str | os.PathLike[str] | None = None) -> Path:
     """Return the workspace directory.
 
@@ -211,7 +222,10 @@ class Workspace:
     """A memory workspace directory, or one namespace of it.
 
     Args:
-        root: the directory; ``None`` resolves ``$MEMDIR_WORKSPACE`` then ``./.memdir/workspace``.
+        root: the directory, or a PostgreSQL URL (``postgresql://user@host:5432/db``, with
+            ``pip install 'memdir[postgres]'``: the files are then rows, shared by any number
+            of hosts; see ``docs/scale-out.md``); ``None`` resolves ``$MEMDIR_WORKSPACE`` then
+            ``./.memdir/workspace``.
         namespace: one isolated memory of the workspace (a user's, a session's, an agent's),
             kept in ``<root>/ns/<namespace>/``; ``None`` (default) is the root itself. See
             :mod:`memdir.store.namespaces` for valid names and :func:`namespace_for`.
@@ -234,41 +248,88 @@ class Workspace:
         create: bool = True,
         namespace: str | None = None,
     ) -> None:
-        self.base = resolve_workspace_root(root)
-        """The workspace directory (the root, whatever the namespace)."""
         self.namespace = validate_namespace(namespace) if namespace is not None else None
         """The namespace, or ``None`` for the root."""
-        self.root = self.base / NAMESPACES_DIR / self.namespace if self.namespace else self.base
-        """The directory this workspace's files are in: the root, or the namespace's."""
-        self.store: Store = FileStore(self.root, self.base)
+        self.url = workspace_url(root)
+        """The PostgreSQL URL of a workspace kept in a database, else ``None``."""
+        self._base: Path | None = None
+        self._root: Path | None = None
+        self.store: Store
         """Where the files are kept (see :mod:`memdir.store._base`)."""
+        if self.url is not None:
+            from memdir.store.postgres import PostgresStore
+
+            self.store = PostgresStore(self.url, self.namespace)
+        else:
+            self._base = resolve_workspace_root(root)
+            self._root = (
+                self._base / NAMESPACES_DIR / self.namespace if self.namespace else self._base
+            )
+            self.store = FileStore(self._root, self._base)
         self.tz = _parse_zone(tz)
         if clock is not None and not callable(clock):
             raise ConfigError(
                 f"clock must be a callable returning an aware datetime, not {type(clock).__name__}"
             )
         self._clock: Clock = clock or _utc_now
-        if self.namespace is not None:
-            _check_namespace_dirs(self.base, self.namespace)
-        if self.root.exists() and not self.root.is_dir():
-            raise WorkspaceError(f"workspace {self.root} exists and is not a directory")
+        if self._root is not None:
+            if self.namespace is not None:
+                _check_namespace_dirs(self.base, self.namespace)
+            if self._root.exists() and not self._root.is_dir():
+                raise WorkspaceError(f"workspace {self._root} exists and is not a directory")
         if create:
             self.init()
 
+    @property
+    def base(self) -> Path:
+        """The workspace directory (the root, whatever the namespace).
+
+        Raises:
+            WorkspaceError: the workspace is kept in PostgreSQL (it has no directory).
+        """
+        if self._base is None:
+            raise WorkspaceError(f"{self!r} is kept in PostgreSQL: it has no directory")
+        return self._base
+
+    @property
+    def root(self) -> Path:
+        """The directory this workspace's files are in: the root, or the namespace's.
+
+        Raises:
+            WorkspaceError: the workspace is kept in PostgreSQL (it has no directory).
+        """
+        if self._root is None:
+            raise WorkspaceError(f"{self!r} is kept in PostgreSQL: it has no directory")
+        return self._root
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the files are in a directory on this machine (else in PostgreSQL)."""
+        return self._root is not None
+
+    def describe(self) -> str:
+        """Where the files are, for messages: a directory, or a database and namespace."""
+        return self.store.describe()
+
     def __repr__(self) -> str:
+        where = redact_url(self.url) if self.url is not None else str(self._base)
         if self.namespace is not None:
-            return f"Workspace({str(self.base)!r}, namespace={self.namespace!r})"
-        return f"Workspace({str(self.root)!r})"
+            return f"Workspace({where!r}, namespace={self.namespace!r})"
+        return f"Workspace({where!r})"
 
     def namespaced(self, namespace: str | None, *, create: bool = True) -> Workspace:
         """The same workspace (root, zone, clock) in ``namespace`` (``None``: the root)."""
         return type(self)(
-            self.base, tz=self.tz, clock=self._clock, create=create, namespace=namespace
+            self.url if self.url is not None else self.base,
+            tz=self.tz,
+            clock=self._clock,
+            create=create,
+            namespace=namespace,
         )
 
     def namespaces(self) -> list[str]:
-        """The namespaces the workspace holds, sorted (directories under ``ns/``)."""
-        return list_namespaces(self.base)
+        """The namespaces the workspace holds, sorted."""
+        return self.store.namespaces()
 
     @classmethod
     def coerce(
@@ -293,6 +354,9 @@ class Workspace:
         An existing workspace that may not be written (a read-only copy or mount) stays as it
         is, with a warning: it can be read and searched, and a write fails when it is tried.
         """
+        if self._root is None:
+            self.store.init()
+            return
         existed = self.root.is_dir()
         for rel in (MEMORY_DIR, ARCHIVE_DIR, SESSIONS_DIR, LARGE_RESULTS_DIR, INDEX_DIR):
             try:
@@ -400,6 +464,11 @@ class Workspace:
             raise WorkspaceError("path is not valid UTF-8 text") from exc
         text = raw.strip().replace("\\", "/")
         if text.startswith("/"):
+            if self._root is None:
+                raise WorkspaceError(
+                    f"absolute path {raw!r}: this workspace is kept in PostgreSQL, give a path "
+                    "relative to it"
+                )
             inner = below_root(self.root, os.path.normpath(text))
             if inner is None:
                 raise WorkspaceError(
@@ -419,6 +488,10 @@ class Workspace:
         if not parts:
             raise WorkspaceError(f"path {raw!r} names the workspace itself, not a file in it")
         rel = "/".join(parts)
+        if self._root is None:
+            if len(rel.encode("utf-8")) > _PATH_MAX:
+                raise WorkspaceError(f"path is too long (the limit is {_PATH_MAX:,} bytes)")
+            return rel
         size = len(os.fsencode(self.root)) + 1 + len(rel.encode("utf-8"))
         if size > _PATH_MAX:
             raise WorkspaceError(
@@ -451,7 +524,7 @@ class Workspace:
             if self.store.stat(MEMORY_MD, MEMORY_AREA) is not None:
                 found.append(MEMORY_MD)
         except WorkspaceError as exc:  # a link out, a loop, a FIFO...
-            warn_skipped(logger, self.root, exc)
+            warn_skipped(logger, self.describe(), exc)
         for rel_dir in (MEMORY_DIR, ARCHIVE_DIR):
             names = self._memory_file_names(rel_dir, lambda name: name.endswith(".md"))
             found.extend(f"{rel_dir}/{name}" for name in names)
@@ -462,7 +535,7 @@ class Workspace:
         try:
             entries = self.store.listdir(rel_dir, MEMORY_AREA)
         except WorkspaceError as exc:
-            warn_skipped(logger, self.root, exc)
+            warn_skipped(logger, self.describe(), exc)
             return []
         return [
             e.name
@@ -564,7 +637,7 @@ class Workspace:
         confined = self.relpath(rel)
         self.store.write(confined, data, area_of(confined))
 
-    def write_text(self, rel: str | os.PathLike[str], text: str) -> Path:
+    def write_text(self, rel: str | os.PathLike[str], text: str) -> None:
         """Replace a file atomically: temp file in the same directory, fsync, ``os.replace``.
 
         Readers see the old file or the new one, never a mix, even if the process dies. The
@@ -578,7 +651,6 @@ class Workspace:
         """
         confined = self.relpath(rel)
         self.store.write(confined, _encode(text), area_of(confined))
-        return self.root / confined
 
     def create_text(self, rel: str | os.PathLike[str], text: str) -> bool:
         """Create a file with ``text`` unless it exists; never replaces an existing file.

@@ -1,0 +1,384 @@
+"""The PostgreSQL store: a workspace whose files are rows, shared by any number of hosts.
+
+``Workspace("postgresql://user@host:5432/db")`` (``pip install 'memdir[postgres]'``) keeps every
+file of a workspace (or of a namespace of it) in the database, under the same relative paths
+as on disk, so the memory code, the CLI and the tools work unchanged:
+
+- a file is a row of ``files`` (size, version, change time) and its content the ordered
+  ``chunks`` rows. An append is one transaction that adds one chunk under the file row's
+  lock: appends from any number of hosts are ordered, never torn, never lost, and an append
+  retried after a dropped connection is recognised by its key and not written twice;
+- a rewrite replaces the chunks in one transaction and bumps the version, so
+  :meth:`replace_if` is a compare-and-swap; ``MEMORY.md`` is replaced that way and its previous
+  versions are kept (``memory/.history/``, rows as well);
+- named locks are rows with an expiry (:mod:`memdir.store.postgres._locks`).
+
+The schema lives in its own PostgreSQL schema (``memdir`` unless the URL says
+``?schema=...``), created and migrated on first use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, ClassVar
+
+from psycopg import sql
+
+from memdir.errors import WorkspaceError
+from memdir.store._base import Entry, FileStat, Store, Versioned
+from memdir.store._files import lock_name
+from memdir.store._safeopen import Area, PathMissing
+from memdir.store.postgres._connect import Database, database, is_postgres_url, redact_url
+from memdir.store.postgres._locks import RowLock
+from memdir.store.postgres._schema import SCHEMA_VERSION, migrate
+
+__all__ = ["PostgresStore", "is_postgres_url", "redact_url"]
+
+_NEWLINE = 10
+
+
+def _like_prefix(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+class PostgresStore(Store):
+    """The files of one namespace (``""``: the workspace root) in a PostgreSQL database.
+
+    Args:
+        url: the database (see :class:`~memdir.store.postgres._connect.Database`).
+        namespace: the namespace, or ``None`` for the root.
+    """
+
+    kind: ClassVar[str] = "postgresql"
+
+    def __init__(self, url: str, namespace: str | None) -> None:
+        self.db: Database = database(url)
+        self.ns = namespace or ""
+        s = self.db.schema
+        self._files = sql.Identifier(s, "files")
+        self._chunks = sql.Identifier(s, "chunks")
+        self._namespaces = sql.Identifier(s, "namespaces")
+        self._ready = False
+
+    def describe(self) -> str:
+        where = f" (namespace {self.ns!r})" if self.ns else ""
+        return f"{self.db.shown}{where}"
+
+    def init(self) -> None:
+        self._prepare()
+        if self.ns:
+            self._tx(
+                lambda cur: cur.execute(
+                    sql.SQL("INSERT INTO {} (ns) VALUES (%s) ON CONFLICT DO NOTHING").format(
+                        self._namespaces
+                    ),
+                    (self.ns,),
+                )
+            )
+
+    def _prepare(self) -> None:
+        if self._ready:
+            return
+        if not self.db.migrated:
+            migrate(self.db.transaction, self.db.schema)
+            self.db.migrated = True
+        self._ready = True
+
+    def _tx(self, fn: Any, *, read_only: bool = False) -> Any:
+        self._prepare()
+        return self.db.transaction(fn, read_only=read_only)
+
+    def close(self) -> None:
+        return None  # the pool is shared by every namespace of the database
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _content(self, cur: Any, rel: str) -> bytes:
+        cur.execute(
+            sql.SQL(
+                "SELECT coalesce(string_agg(data, ''::bytea ORDER BY start), ''::bytea) "
+                "FROM {} WHERE ns = %s AND path = %s"
+            ).format(self._chunks),
+            (self.ns, rel),
+        )
+        row = cur.fetchone()
+        return bytes(row[0]) if row is not None else b""
+
+    def read(self, rel: str, area: Area) -> bytes:
+        found = self.read_versioned(rel, area)
+        if found is None:
+            raise PathMissing(f"file not found: {rel}")
+        return found.data
+
+    def read_versioned(self, rel: str, area: Area) -> Versioned | None:
+        def read(cur: Any) -> Versioned | None:
+            cur.execute(
+                sql.SQL("SELECT version FROM {} WHERE ns = %s AND path = %s").format(self._files),
+                (self.ns, rel),
+            )
+            row = cur.fetchone()
+            if row is None:
+                return None
+            return Versioned(data=self._content(cur, rel), version=str(row[0]))
+
+        result: Versioned | None = self._tx(read, read_only=True)
+        return result
+
+    def read_from(self, rel: str, offset: int, area: Area) -> bytes:
+        def read(cur: Any) -> bytes | None:
+            cur.execute(
+                sql.SQL("SELECT 1 FROM {} WHERE ns = %s AND path = %s").format(self._files),
+                (self.ns, rel),
+            )
+            if cur.fetchone() is None:
+                return None
+            cur.execute(
+                sql.SQL(
+                    "SELECT start, data FROM {} WHERE ns = %s AND path = %s "
+                    "AND start + length(data) > %s ORDER BY start"
+                ).format(self._chunks),
+                (self.ns, rel, offset),
+            )
+            rows = cur.fetchall()
+            if not rows:
+                return b""
+            first = rows[0][0]
+            data = b"".join(bytes(r[1]) for r in rows)
+            return data[max(0, offset - first) :]
+
+        result: bytes | None = self._tx(read, read_only=True)
+        if result is None:
+            raise PathMissing(f"file not found: {rel}")
+        return result
+
+    def stat(self, rel: str, area: Area) -> FileStat | None:
+        def read(cur: Any) -> FileStat | None:
+            cur.execute(
+                sql.SQL(
+                    "SELECT size, version, (extract(epoch from mtime) * 1e9)::bigint "
+                    "FROM {} WHERE ns = %s AND path = %s"
+                ).format(self._files),
+                (self.ns, rel),
+            )
+            row = cur.fetchone()
+            if row is None:
+                return None
+            return FileStat(size=int(row[0]), mtime_ns=int(row[2]), tag=str(row[1]))
+
+        result: FileStat | None = self._tx(read, read_only=True)
+        return result
+
+    def listdir(self, rel_dir: str, area: Area) -> list[Entry]:
+        prefix = f"{rel_dir}/" if rel_dir else ""
+
+        def read(cur: Any) -> list[Any]:
+            cur.execute(
+                sql.SQL(
+                    "SELECT path, size, version, (extract(epoch from mtime) * 1e9)::bigint "
+                    "FROM {} WHERE ns = %s AND path LIKE %s"
+                ).format(self._files),
+                (self.ns, _like_prefix(prefix)),
+            )
+            rows: list[Any] = cur.fetchall()
+            return rows
+
+        entries: dict[str, Entry] = {}
+        for path, size, version, mtime in self._tx(read, read_only=True):
+            rest = path[len(prefix) :]
+            name, sep, _ = rest.partition("/")
+            if sep:
+                entries.setdefault(name, Entry(name=name, kind="dir"))
+            else:
+                entries[name] = Entry(
+                    name=name,
+                    kind="file",
+                    stat=FileStat(size=int(size), mtime_ns=int(mtime), tag=str(version)),
+                )
+        return [entries[name] for name in sorted(entries)]
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _replace(self, cur: Any, rel: str, data: bytes) -> None:
+        cur.execute(
+            sql.SQL("DELETE FROM {} WHERE ns = %s AND path = %s").format(self._chunks),
+            (self.ns, rel),
+        )
+        if data:
+            cur.execute(
+                sql.SQL("INSERT INTO {} (ns, path, start, data) VALUES (%s, %s, 0, %s)").format(
+                    self._chunks
+                ),
+                (self.ns, rel, data),
+            )
+
+    def write(self, rel: str, data: bytes, area: Area) -> None:
+        writer = uuid.uuid4()
+
+        def write(cur: Any) -> None:
+            cur.execute(
+                sql.SQL(
+                    "INSERT INTO {f} (ns, path, size, last_byte, writer) "
+                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (ns, path) DO UPDATE SET "
+                    "size = EXCLUDED.size, last_byte = EXCLUDED.last_byte, "
+                    "writer = EXCLUDED.writer, version = {f}.version + 1, "
+                    "mtime = clock_timestamp()"
+                ).format(f=self._files),
+                (self.ns, rel, len(data), data[-1] if data else None, writer),
+            )
+            self._replace(cur, rel, data)
+
+        self._tx(write)
+
+    def create(self, rel: str, data: bytes, area: Area) -> bool:
+        writer = uuid.uuid4()
+
+        def create(cur: Any) -> bool:
+            cur.execute(
+                sql.SQL(
+                    "INSERT INTO {} (ns, path, size, last_byte, writer) "
+                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1"
+                ).format(self._files),
+                (self.ns, rel, len(data), data[-1] if data else None, writer),
+            )
+            if cur.fetchone() is None:
+                # Ours if a retry comes after a commit whose answer was lost.
+                return self._written_by(cur, rel, writer)
+            self._replace(cur, rel, data)
+            return True
+
+        created: bool = self._tx(create)
+        return created
+
+    def _written_by(self, cur: Any, rel: str, writer: uuid.UUID) -> bool:
+        cur.execute(
+            sql.SQL("SELECT writer FROM {} WHERE ns = %s AND path = %s").format(self._files),
+            (self.ns, rel),
+        )
+        row = cur.fetchone()
+        return row is not None and row[0] == writer
+
+    def replace_if(self, rel: str, data: bytes, version: str | None, area: Area) -> bool:
+        if version is None:
+            return self.create(rel, data, area)
+        try:
+            expected = int(version)
+        except ValueError:
+            return False
+        writer = uuid.uuid4()
+
+        def swap(cur: Any) -> bool:
+            cur.execute(
+                sql.SQL(
+                    "UPDATE {} SET size = %s, last_byte = %s, writer = %s, version = version + 1, "
+                    "mtime = clock_timestamp() WHERE ns = %s AND path = %s AND version = %s "
+                    "RETURNING 1"
+                ).format(self._files),
+                (len(data), data[-1] if data else None, writer, self.ns, rel, expected),
+            )
+            if cur.fetchone() is None:
+                return self._written_by(cur, rel, writer)
+            self._replace(cur, rel, data)
+            return True
+
+        swapped: bool = self._tx(swap)
+        return swapped
+
+    def append(self, rel: str, data: bytes, area: Area, *, fsync: bool = True) -> tuple[int, int]:
+        key = uuid.uuid4()
+
+        def append(cur: Any) -> tuple[int, int]:
+            cur.execute(
+                sql.SQL("SELECT start, length(data) FROM {} WHERE append_key = %s").format(
+                    self._chunks
+                ),
+                (key,),
+            )
+            done = cur.fetchone()
+            if done is not None:  # a retry of an append that was committed
+                end = int(done[0]) + int(done[1])
+                return end - len(data), end
+            cur.execute(
+                sql.SQL(
+                    "INSERT INTO {} (ns, path, size) VALUES (%s, %s, 0) ON CONFLICT DO NOTHING"
+                ).format(self._files),
+                (self.ns, rel),
+            )
+            cur.execute(
+                sql.SQL(
+                    "SELECT size, last_byte FROM {} WHERE ns = %s AND path = %s FOR UPDATE"
+                ).format(self._files),
+                (self.ns, rel),
+            )
+            row = cur.fetchone()
+            size, last = int(row[0]), row[1]
+            piece = data if size == 0 or last == _NEWLINE else b"\n" + data
+            if piece:
+                cur.execute(
+                    sql.SQL(
+                        "INSERT INTO {} (ns, path, start, data, append_key) "
+                        "VALUES (%s, %s, %s, %s, %s)"
+                    ).format(self._chunks),
+                    (self.ns, rel, size, piece, key),
+                )
+            cur.execute(
+                sql.SQL(
+                    "UPDATE {} SET size = size + %s, last_byte = coalesce(%s, last_byte), "
+                    "version = version + 1, mtime = clock_timestamp() "
+                    "WHERE ns = %s AND path = %s"
+                ).format(self._files),
+                (len(piece), piece[-1] if piece else None, self.ns, rel),
+            )
+            end = size + len(piece)
+            return end - len(data), end
+
+        result: tuple[int, int] = self._tx(append)
+        return result
+
+    def delete(self, rel: str, area: Area) -> bool:
+        def delete(cur: Any) -> bool:
+            cur.execute(
+                sql.SQL("DELETE FROM {} WHERE ns = %s AND path = %s RETURNING 1").format(
+                    self._files
+                ),
+                (self.ns, rel),
+            )
+            return cur.fetchone() is not None
+
+        deleted: bool = self._tx(delete)
+        return deleted
+
+    # -- coordination -----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[None]:
+        self._prepare()
+        with RowLock(self.db, self.ns, lock_name(name)).held():
+            yield
+
+    @contextlib.asynccontextmanager
+    async def async_lock(self, name: str, *, timeout: float) -> AsyncIterator[None]:
+        self._prepare()
+        async with RowLock(self.db, self.ns, lock_name(name)).held_async(timeout=timeout):
+            yield
+
+    def namespaces(self) -> list[str]:
+        def read(cur: Any) -> list[str]:
+            cur.execute(sql.SQL("SELECT ns FROM {} ORDER BY ns").format(self._namespaces))
+            return [row[0] for row in cur.fetchall()]
+
+        names: list[str] = self._tx(read, read_only=True)
+        return names
+
+
+def schema_version() -> int:
+    """The schema version this memdir writes."""
+    return SCHEMA_VERSION
+
+
+def check_url(url: str) -> str:
+    """``url`` if it names a PostgreSQL database, else :class:`WorkspaceError`."""
+    if not is_postgres_url(url):
+        raise WorkspaceError(f"not a PostgreSQL URL: {redact_url(url)!r}")
+    return url

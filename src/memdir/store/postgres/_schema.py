@@ -1,0 +1,98 @@
+"""The PostgreSQL schema of a memdir store and its versioned migrations.
+
+Migrations are applied on first use (or by ``memdir db upgrade``), each in a transaction that
+holds a transaction-level advisory lock, so several hosts starting at once apply each one
+exactly once, and a transaction-pooling proxy (pgbouncer) is no obstacle: nothing outlives its
+transaction. Applied versions are recorded in ``<schema>.migrations``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from psycopg import sql
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+
+# Each migration is a list of statements; {s} is the schema. Never edit a released one: add
+# the next version instead.
+MIGRATIONS: Final[dict[int, list[str]]] = {
+    1: [
+        """CREATE TABLE {s}.namespaces (
+            ns text PRIMARY KEY,
+            created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+        )""",
+        """CREATE TABLE {s}.files (
+            ns text NOT NULL,
+            path text NOT NULL,
+            size bigint NOT NULL DEFAULT 0,
+            version bigint NOT NULL DEFAULT 1,
+            mtime timestamptz NOT NULL DEFAULT clock_timestamp(),
+            last_byte smallint,
+            writer uuid,
+            PRIMARY KEY (ns, path)
+        )""",
+        "CREATE INDEX files_prefix ON {s}.files (ns, path text_pattern_ops)",
+        """CREATE TABLE {s}.chunks (
+            ns text NOT NULL,
+            path text NOT NULL,
+            start bigint NOT NULL,
+            data bytea NOT NULL,
+            append_key uuid,
+            PRIMARY KEY (ns, path, start),
+            FOREIGN KEY (ns, path) REFERENCES {s}.files (ns, path)
+                ON DELETE CASCADE ON UPDATE CASCADE
+        )""",
+        "CREATE UNIQUE INDEX chunks_append_key ON {s}.chunks (append_key) "
+        "WHERE append_key IS NOT NULL",
+        """CREATE TABLE {s}.locks (
+            ns text NOT NULL,
+            name text NOT NULL,
+            token uuid NOT NULL,
+            expires_at timestamptz NOT NULL,
+            PRIMARY KEY (ns, name)
+        )""",
+    ],
+}
+SCHEMA_VERSION: Final = max(MIGRATIONS)
+
+
+def migrate(transaction: Callable[[Callable[[Any], Any]], Any], schema: str) -> int:
+    """Bring ``schema`` up to :data:`SCHEMA_VERSION`; returns how many migrations ran.
+
+    Args:
+        transaction: runs a function with a cursor inside one transaction (and retries it on
+            a dropped connection).
+        schema: the schema name (created if missing).
+    """
+    ident = sql.Identifier(schema)
+
+    def step(cur: Any) -> int:
+        # One lock for every host: the first to get it applies what is missing, the others
+        # wait, then find nothing left to do.
+        cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"memdir:{schema}",))
+        cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
+        cur.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {}.migrations ("
+                "version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            ).format(ident)
+        )
+        cur.execute(sql.SQL("SELECT version FROM {}.migrations").format(ident))
+        done = {row[0] for row in cur.fetchall()}
+        ran = 0
+        for version in sorted(MIGRATIONS):
+            if version in done:
+                continue
+            for statement in MIGRATIONS[version]:
+                cur.execute(sql.SQL(statement).format(s=ident))
+            cur.execute(
+                sql.SQL("INSERT INTO {}.migrations (version) VALUES (%s)").format(ident),
+                (version,),
+            )
+            ran += 1
+        return ran
+
+    result: int = transaction(step)
+    return result
