@@ -151,6 +151,25 @@ async def test_headings_imitating_ledger_blocks_are_not_kept_as_sections(ws: Wor
     )
 
 
+async def test_a_block_heading_written_as_a_bold_bullet_is_removed_and_its_items_kept(
+    ws: Workspace,
+) -> None:
+    ws.write_text("MEMORY.md", "# Memory\n\n## Projects\n- Project Atlas moves to PostgreSQL.\n")
+    add(ws, "The Atlas cutover is on 2026-12-12", "The backfill runs in batches of 2,000 rows")
+    answer = (  # what Qwen2.5-Coder-1.5B answered
+        "<MEMORY.md>\n# Memory\n## Projects\n- Project Atlas moves to PostgreSQL.\n"
+        "- **Memory Flush — 2026-12-01T19:02:55Z**\n"
+        "  - The Atlas cutover is on 2026-12-12\n"
+        "  - **The backfill runs in batches of 2,000 rows**\n</MEMORY.md>"
+    )
+    result = await MemoryConsolidator(ws, FunctionModel(lambda call: answer)).consolidate()
+    assert result.skipped is None
+    assert ws.read_text("MEMORY.md") == (
+        "# Memory\n## Projects\n- Project Atlas moves to PostgreSQL.\n"
+        "- The Atlas cutover is on 2026-12-12\n- **The backfill runs in batches of 2,000 rows**\n"
+    )
+
+
 async def test_a_ledger_style_heading_the_user_wrote_stays(ws: Workspace) -> None:
     mine = "# Memory\n\n## Launch — 2026-12-01T09:00:00Z\n- The launch is at 09:00 UTC\n"
     ws.write_text("MEMORY.md", mine)

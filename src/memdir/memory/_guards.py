@@ -29,6 +29,7 @@ from memdir.memory._entries import strip_fence
 from memdir.memory._prompts import consolidation_request, flush_request
 from memdir.messages import Msg
 from memdir.models import CURRENT_KEY, ENTRIES_KEY
+from memdir.store.ledger import BULLET_MARKER
 
 __all__ = [
     "consolidation_scaffold",
@@ -43,7 +44,8 @@ _BLOCK_KINDS = ("memory flush", "memory add")  # the kinds of block memdir write
 _INSTANT = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
 _LEDGER_HEADING = re.compile(rf"^(\s{{0,3}}#{{1,6}})\s+(.+?)\s+[—–-]{{1,2}}\s+{_INSTANT}\s*$")
 _LEDGER_FILE_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?:memory/)?\d{4}-\d{2}-\d{2}\.md\s*$")
-_BLOCK_LINE = re.compile(rf"^[#\s]*(.+?)\s+[—–-]{{1,2}}\s+{_INSTANT}\s*$")
+_BLOCK_LINE = re.compile(rf"^(.+?)\s+[—–-]{{1,2}}\s+{_INSTANT}$")
+_DECORATION = "#*_` \t"  # what a model puts around a heading it copies: hashes, bold, code
 _CALL_START = re.compile(
     r"^[\s`*_>\"']*(?:</?(?:tool_call|tools|function_call)>|<function=|\[TOOL_CALLS\]|"
     r"<\|python_tag\|>|\{)",
@@ -129,10 +131,15 @@ def _count(n: int, noun: str) -> str:
 
 
 def _is_block_heading(text: str) -> bool:
-    match = _BLOCK_LINE.match(text)
-    return match is not None and (
-        text.lstrip().startswith("#") or words(match.group(1)) in _BLOCK_KINDS
-    )
+    """Whether a bullet is a ledger block heading: memdir's own kind, or written as a heading."""
+    kind = _block_kind(text)
+    return kind is not None and (text.lstrip().startswith("#") or kind in _BLOCK_KINDS)
+
+
+def _block_kind(line: str) -> str | None:
+    """The kind of a ``<kind> — <instant>`` line (list marker, hashes, bold ignored) or ``None``."""
+    match = _BLOCK_LINE.match(BULLET_MARKER.sub("", line, count=1).strip(_DECORATION))
+    return words(match.group(1)) if match else None
 
 
 # -- consolidation -------------------------------------------------------------------------
@@ -158,23 +165,37 @@ def screen_memory(text: str, scaffold: Scaffold, *, current: str) -> tuple[str |
     """``(text, note)`` with ledger-style headings fixed, or ``(None, why)`` for an echo.
 
     A heading that imitates a ledger block (``## Backfill runs — 2026-12-01T17:01:49Z``)
-    keeps only its name; memdir's own block headings (``## Memory Flush — …``) and ledger
-    file names (``### 2026-11-30.md``) are removed. A heading the current file already has is
+    keeps only its name; memdir's own block headings (``## Memory Flush — …``, also as a
+    bullet or in bold) and ledger file names (``### 2026-11-30.md``) are removed, and the
+    bullets under them stay. A heading the current file already has is
     left alone. An answer with any line of the request's own text (its instructions, its
     headings, its tags) is refused: it is the request, or the model mixed the two.
     """
     own = {ln.strip() for ln in current.splitlines()}
     lines: list[str] = []
     renamed = removed = 0
+    parent: int | None = None  # indent of a removed "- **Memory Flush — …**" bullet
+    shift = 0  # how far its nested bullets move left
     for line in text.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if parent is not None and line.strip():
+            if indent <= parent:
+                parent = None
+            else:
+                shift = shift or indent - parent
+                line = line[min(shift, indent) :]
         head = _LEDGER_HEADING.match(line)
-        if line.strip() in own or not (head or _LEDGER_FILE_HEADING.match(line)):
+        if line.strip() in own:
             lines.append(line)
-        elif head is None or words(head.group(2)) in _BLOCK_KINDS:
-            removed += 1
-        else:
+        elif _LEDGER_FILE_HEADING.match(line) or _block_kind(line) in _BLOCK_KINDS:
+            removed += 1  # "## Memory Flush — …", also as a bullet or in bold; "### 2026-11-30.md"
+            if BULLET_MARKER.match(line):
+                parent, shift = indent, 0
+        elif head is not None:
             lines.append(f"{head.group(1).strip()} {head.group(2)}")
             renamed += 1
+        else:
+            lines.append(line)
     echoed = [ln for ln in lines if ln.strip() and ln.strip() not in own and scaffold.matches(ln)]
     if echoed:
         return None, (
