@@ -101,7 +101,7 @@ def test_lease_is_exclusive_and_verifiable(ws: Workspace) -> None:
     first.release()
     assert second.try_acquire() and not first.verify()
     second.release()
-    assert not second.path.exists()
+    assert Lease(ws, "job", ttl=timedelta(minutes=1)).holder() is None  # free again
 
 
 def test_expired_lease_is_lost_by_its_holder(ws: Workspace) -> None:

@@ -272,7 +272,8 @@ def test_permission_denied_is_a_session_log_error(
     real_open = os.open
 
     def denied(path: Any, flags: int, *args: Any, **kw: Any) -> int:
-        if Path(path) == log.path and flags & os.O_WRONLY | flags & os.O_RDWR:
+        # The log is opened by name inside its directory (dir_fd), or by its full path.
+        if Path(path).name == log.path.name and flags & os.O_WRONLY | flags & os.O_RDWR:
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real_open(path, flags, *args, **kw)
 

@@ -35,7 +35,7 @@ from typing import Any
 from memdir.errors import ConfigError, WorkspaceError
 from memdir.messages import ImageBlock, Msg, TextBlock, ToolResultBlock
 from memdir.redact import redact
-from memdir.store.workspace import Workspace, atomic_write
+from memdir.store.workspace import Workspace
 
 __all__ = [
     "DEFAULT_EXCLUDED_TOOLS",
@@ -336,20 +336,24 @@ class ToolResultEvictor:
     def _locate(self, call_id: str, data: bytes) -> tuple[str, str, bool]:
         """The file for ``data``: ``(rel path, digest, already stored)``."""
         digest = hashlib.sha256(data).hexdigest()[:16]
-        directory = self.workspace.root / self.directory
-        if directory.is_dir():
-            # Identical output already stored (another call, or a re-run): point at that file.
-            for existing in sorted(directory.glob(f"*-{digest}.txt")):
-                try:
-                    if existing.stat().st_size == len(data):
-                        return f"{self.directory}/{existing.name}", digest, True
-                except OSError:
-                    continue
+        # Identical output already stored (another call, or a re-run): point at that file.
+        try:
+            entries = self.workspace.listdir(self.directory)
+        except (WorkspaceError, OSError):
+            entries = []
+        for existing in entries:
+            if (
+                existing.kind == "file"
+                and existing.name.endswith(f"-{digest}.txt")
+                and existing.stat is not None
+                and existing.stat.size == len(data)
+            ):
+                return f"{self.directory}/{existing.name}", digest, True
         return f"{self.directory}/{_sanitize(call_id, 'call')}-{digest}.txt", digest, False
 
     def _write(self, rel: str, data: bytes, call_id: str) -> bool:
         try:
-            atomic_write(self.workspace.root / rel, data)
+            self.workspace.write_bytes(rel, data)
         except (WorkspaceError, OSError) as exc:
             logger.warning(
                 "tool result %s (%d bytes) could not be evicted to %s; kept in context: %s",

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from memdir.agent.events import PreReasoningEvent
 from memdir.agent.hooks import Hook
-from memdir.errors import ConfigError
+from memdir.errors import ConfigError, WorkspaceError
 from memdir.store._safeopen import PathRefused, warn_skipped
 from memdir.store.workspace import AGENTS_MD, MEMORY_MD, Workspace
 from memdir.tokens import TokenCounter, default_counter
@@ -216,16 +216,16 @@ def _injected(workspace: Workspace, rel: str) -> str:
     try:
         return workspace.read_text(rel)
     except PathRefused as exc:  # a link out of its part of the workspace, a loop, a FIFO
-        warn_skipped(logger, workspace.root, exc)
+        warn_skipped(logger, workspace.describe(), exc)
         return ""
 
 
-def _stamp(workspace: Workspace, rel: str) -> tuple[int, int] | None:
+def _stamp(workspace: Workspace, rel: str) -> tuple[str, int] | None:
     try:
-        st = (workspace.root / rel).stat()
-    except OSError:
+        st = workspace.stat(rel)
+    except (OSError, WorkspaceError):
         return None
-    return st.st_mtime_ns, st.st_size
+    return (st.tag, st.size) if st is not None else None
 
 
 def _sections(text: str, counter: TokenCounter) -> list[_Section]:

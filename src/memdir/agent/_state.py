@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -24,7 +23,7 @@ from memdir.messages import (
     dangling_tool_calls,
 )
 from memdir.sessions import validate_session_id
-from memdir.store.workspace import SESSIONS_DIR, Workspace, atomic_write
+from memdir.store.workspace import SESSIONS_DIR, Workspace
 
 __all__ = ["INTERRUPTED_RESULT", "SessionStore", "repair_dangling"]
 
@@ -39,7 +38,7 @@ INTERRUPTED_RESULT: Final = (
 
 @dataclass(slots=True)
 class _Stamp:
-    mtime_ns: int
+    tag: str
     size: int
 
 
@@ -64,11 +63,10 @@ class SessionStore:
         return f"{SESSIONS_DIR}/{validate_session_id(session_id)}.state.json"
 
     def _stat(self, session_id: str) -> _Stamp | None:
-        try:
-            st = (self.workspace.root / self.rel_path(session_id)).stat()
-        except FileNotFoundError:
+        st = self.workspace.stat(self.rel_path(session_id))
+        if st is None:
             return None
-        return _Stamp(st.st_mtime_ns, st.st_size)
+        return _Stamp(st.tag, st.size)
 
     def stale(self, session_id: str) -> bool:
         """Whether the file changed since this store last read or wrote it (another process)."""
@@ -83,18 +81,21 @@ class SessionStore:
         an error result, so the conversation can be sent to a model again.
         """
         rel = self.rel_path(session_id)
-        target = self.workspace.root / rel
         stamp = self._stat(session_id)
         if stamp is None:
             self._stamps[session_id] = None
             return []
         try:
-            data = json.loads(target.read_bytes())
+            raw = self.workspace.read_bytes(rel)
+            data = json.loads(raw)
             if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
                 raise MessageFormatError("not a session state object")
             msgs = [Msg.from_dict(m) for m in data["messages"]]
+        except FileNotFoundError:
+            self._stamps[session_id] = None
+            return []
         except (OSError, ValueError, MessageFormatError) as exc:
-            aside = self._move_aside(target)
+            aside = self._move_aside(rel)
             logger.warning(
                 "session %s: unreadable state file moved to %s (%s); starting afresh",
                 session_id,
@@ -131,17 +132,21 @@ class SessionStore:
             json.dumps(head, ensure_ascii=False)[:-1] + ', "messages": [' + ",".join(parts) + "]}"
         )
         rel = self.rel_path(session_id)
-        atomic_write(self.workspace.root / rel, body.encode("utf-8"))
+        self.workspace.write_bytes(rel, body.encode("utf-8"))
         self._stamps[session_id] = self._stat(session_id)
 
-    def _move_aside(self, target: os.PathLike[str]) -> str:
+    def _move_aside(self, rel: str) -> str:
+        """Keep an unreadable state file under another name (never deleted), remove it."""
         stamp = self.workspace.utc_now().strftime("%Y%m%dT%H%M%S%fZ")
-        aside = f"{os.fspath(target)}.corrupt-{stamp}"
+        aside = f"{rel}.corrupt-{stamp}"
         try:
-            os.replace(target, aside)
-        except OSError as exc:
+            data = self.workspace.read_bytes(rel)
+            if not self.workspace.create_text(aside, data):
+                raise WorkspaceError(f"{aside} exists already")
+            self.workspace.delete(rel)
+        except (OSError, WorkspaceError) as exc:
             raise WorkspaceError(f"cannot move the unreadable state file aside: {exc}") from exc
-        return os.path.relpath(aside, self.workspace.root)
+        return aside
 
 
 def repair_dangling(msgs: list[Msg]) -> list[Msg]:

@@ -292,7 +292,7 @@ async def ingest(
     model = model or ExtractiveModel()
     mask = redactor or Redactor()
     clock = ReplayClock(ws.utc_now)
-    replay_ws = Workspace(ws.root, tz=ws.tz, clock=clock, create=False)
+    replay_ws = ws.with_clock(clock)
     agent = HarnessAgent(
         name="ingest",
         model=model,
@@ -378,7 +378,7 @@ async def _finish(
         stats = None  # the files are written; the next search re-indexes
     text = ws.read_text(MEMORY_MD)
     return IngestReport(
-        workspace=str(ws.root),
+        workspace=ws.describe(),
         sessions=tuple(sessions),
         failures=tuple(failures),
         consolidation=consolidation,

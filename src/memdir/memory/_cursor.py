@@ -53,9 +53,8 @@ class FlushCursor:
     def load(cls, ws: Workspace, session_id: str) -> FlushCursor:
         """Read the cursor; a missing or damaged file is an empty cursor (damage is logged)."""
         cursor = cls(session_id=session_id)
-        path = ws.root / cursor.rel
         try:
-            data = json.loads(path.read_bytes())
+            data = json.loads(ws.read_bytes(cursor.rel))
         except FileNotFoundError:
             return cursor
         except ValueError:
@@ -130,9 +129,7 @@ class FlushCursor:
         if not isinstance(rel, str) or not isinstance(size, int) or not isinstance(bullets, list):
             return False
         try:
-            with ws.path(rel).open("rb") as handle:
-                handle.seek(size)
-                tail = handle.read().decode("utf-8", errors="replace")
+            tail = ws.read_from(rel, size).decode("utf-8", errors="replace")
         except (FileNotFoundError, MemdirError):
             return False
         wanted = {normalize_bullet(str(b)) for b in bullets}

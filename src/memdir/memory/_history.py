@@ -8,7 +8,6 @@ bullets. ``memdir memory history`` prints it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 from collections.abc import Sequence
@@ -30,17 +29,22 @@ def save_version(ws: Workspace, text: str, *, keep: int) -> str:
     stamp = ws.utc_now().strftime("%Y%m%dT%H%M%S.%fZ")
     rel = f"{HISTORY_DIR}/MEMORY.{stamp}.md"
     n = 1
-    while (ws.root / rel).exists():
+    while not ws.create_text(rel, text):  # never over an existing version (two hosts)
         n += 1
         rel = f"{HISTORY_DIR}/MEMORY.{stamp}-{n}.md"
-    ws.write_text(rel, text)
     versions = sorted(
-        (p for p in ws.history_dir.glob("MEMORY.*.md") if p.is_file()),
-        key=lambda p: (p.stat().st_mtime_ns, p.name),
+        (
+            e
+            for e in ws.listdir(HISTORY_DIR)
+            if e.kind == "file"
+            and e.stat is not None
+            and e.name.startswith("MEMORY.")
+            and e.name.endswith(".md")
+        ),
+        key=lambda e: (e.stat.mtime_ns if e.stat is not None else 0, e.name),
     )
     for old in versions[: max(0, len(versions) - keep)]:
-        with contextlib.suppress(FileNotFoundError):
-            old.unlink()
+        ws.delete(f"{HISTORY_DIR}/{old.name}")
     return rel
 
 

@@ -1,25 +1,23 @@
 """A cross-process job lease: at most one holder per job name, taken over when stale.
 
-The lease is a small JSON file (owner pid, host name, random token, expiry). Reading and
-replacing it happens under an ``fcntl`` lock, so acquisition is a compare-and-set across
-processes. A lease is stale, and may be taken over, when it has expired or when its owner ran
-on this host and that process no longer exists (``kill -9`` leaves no chance to release it).
+The lease is a small JSON record (owner pid, host name, random token, expiry), replaced only
+by compare-and-swap, so acquisition is atomic across processes (and hosts). A lease is
+stale, and may be taken over, when it has expired or when its owner ran on this host and
+that process no longer exists (``kill -9`` leaves no chance to release it).
 A holder re-checks ownership (:meth:`Lease.verify`) before committing work, so a holder that
 overran its expiry and lost the lease never writes over its successor.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
 import socket
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-from memdir.store.workspace import Workspace, atomic_write
+from memdir.store.workspace import MEMORY_DIR, Workspace
 
 __all__ = ["Lease", "LeaseInfo", "pid_alive"]
 
@@ -84,6 +82,10 @@ class LeaseInfo:
 class Lease:
     """A named lease in a workspace (``memory/.<name>.lease``).
 
+    Taking, renewing and giving up the lease are compare-and-swaps of the lease record
+    (:meth:`Workspace.replace_if`), so they hold across processes, and with a PostgreSQL
+    workspace across hosts, with no lock held in between.
+
     Args:
         workspace: the workspace.
         name: the job name (``"consolidation"``, ``"maintenance"``).
@@ -94,7 +96,7 @@ class Lease:
         self._ws = workspace
         self.name = name
         self.ttl = ttl
-        self.path: Path = workspace.memory_dir / f".{name}.lease"
+        self.rel = f"{MEMORY_DIR}/.{name}.lease"
         self._token: str | None = None
 
     @property
@@ -102,11 +104,12 @@ class Lease:
         """Whether this object believes it holds the lease (see :meth:`verify`)."""
         return self._token is not None
 
-    def _read(self) -> LeaseInfo | None:
-        try:
-            return LeaseInfo.parse(self.path.read_bytes())
-        except FileNotFoundError:
-            return None
+    def _read(self) -> tuple[LeaseInfo | None, str | None]:
+        """The current record (``None`` if absent or malformed) and its version."""
+        found = self._ws.read_versioned(self.rel)
+        if found is None:
+            return None, None
+        return LeaseInfo.parse(found.data), found.version
 
     def _now(self) -> datetime:
         # Real time, not the workspace clock: expiry must hold across processes even when a
@@ -115,15 +118,15 @@ class Lease:
 
     def holder(self) -> LeaseInfo | None:
         """The current live holder, or ``None`` if the lease is free or stale."""
-        info = self._read()
+        info, _ = self._read()
         if info is None or info.is_stale(self._now()):
             return None
         return info
 
     def try_acquire(self) -> bool:
         """Take the lease if it is free or stale. Never blocks on the holder."""
-        with self._ws.lock(f"lease-{self.name}"):
-            current = self._read()
+        for _ in range(_CAS_ATTEMPTS):
+            current, version = self._read()
             if current is not None and not current.is_stale(self._now()):
                 return current.token == self._token
             token = secrets.token_hex(16)
@@ -133,31 +136,39 @@ class Lease:
                 token=token,
                 expires_at=self._now() + self.ttl,
             )
-            atomic_write(self.path, info.to_bytes())
-            self._token = token
-            return True
+            if self._ws.replace_if(self.rel, info.to_bytes(), version):
+                self._token = token
+                return True
+        return False  # others keep changing it: someone else is taking it
 
     def verify(self, *, renew: bool = True) -> bool:
         """Whether we still hold the lease; optionally extend it by ``ttl``."""
         if self._token is None:
             return False
-        with self._ws.lock(f"lease-{self.name}"):
-            current = self._read()
+        for _ in range(_CAS_ATTEMPTS):
+            current, version = self._read()
             if current is None or current.token != self._token:
                 self._token = None
                 return False
-            if renew:
-                current.expires_at = self._now() + self.ttl
-                atomic_write(self.path, current.to_bytes())
-            return True
+            if not renew:
+                return True
+            current.expires_at = self._now() + self.ttl
+            if self._ws.replace_if(self.rel, current.to_bytes(), version):
+                return True
+        self._token = None
+        return False
 
     def release(self) -> None:
         """Give the lease up (only if we still hold it)."""
         if self._token is None:
             return
-        with self._ws.lock(f"lease-{self.name}"):
-            current = self._read()
-            if current is not None and current.token == self._token:
-                with contextlib.suppress(FileNotFoundError):
-                    self.path.unlink()
+        current, version = self._read()
+        if current is not None and current.token == self._token:
+            # An expired record, not a deleted file: a compare-and-swap needs something to
+            # compare with, and the next holder replaces it.
+            current.expires_at = self._now() - timedelta(seconds=1)
+            self._ws.replace_if(self.rel, current.to_bytes(), version)
         self._token = None
+
+
+_CAS_ATTEMPTS = 20

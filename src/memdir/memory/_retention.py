@@ -1,10 +1,10 @@
 """Retention: move old ledgers to ``memory/archive/``, delete old session artefacts.
 
-Moving a ledger is crash-safe: the file is hard-linked into the archive (or copied there
-atomically when links are not available), the directory is synced, and only then is the
-original removed. A kill in between leaves both names with the same content; the next run
-sees that and removes the original. An archive file that already exists is never overwritten:
-different content is merged (the archived text first, then whatever the original adds).
+Moving a ledger is crash-safe: the file is first created in the archive (atomically, never
+over an existing one), and only then is the original removed. A kill in between leaves both
+names with the same content; the next run sees that and removes the original. An archive
+file that already exists is never overwritten: different content is merged (the archived
+text first, then whatever the original adds).
 
 Deletion applies to session logs (``sessions/**.jsonl``), evicted tool results
 (``large_tool_results/**``) and flush cursors whose last change is older than the retention;
@@ -14,15 +14,20 @@ the age is the file's modification time.
 from __future__ import annotations
 
 import contextlib
-import errno
-import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 from memdir.memory._cursor import CURSOR_DIR
 from memdir.memory._testpoint import pause_point
-from memdir.store.workspace import Workspace, _fsync_dir, atomic_write
+from memdir.store.workspace import (
+    ARCHIVE_DIR,
+    LARGE_RESULTS_DIR,
+    MEMORY_DIR,
+    SESSIONS_DIR,
+    Workspace,
+)
 
 __all__ = ["PruneReport", "archive_ledger", "expire_ledgers", "prune_old_files"]
 
@@ -32,45 +37,36 @@ def archive_ledger(ws: Workspace, name: str) -> bool:
 
     Returns whether anything changed.
     """
-    src = ws.memory_dir / name
-    dst = ws.archive_dir / name
-    if not src.is_file():
+    src, dst = f"{MEMORY_DIR}/{name}", f"{ARCHIVE_DIR}/{name}"
+    try:
+        data = ws.read_bytes(src)
+    except FileNotFoundError:
         return False
-    ws.archive_dir.mkdir(parents=True, exist_ok=True)
-    if dst.exists():
-        _merge_into_archive(src, dst)
+    if not ws.create_text(dst, data):
+        _merge_into_archive(ws, src, dst)
     else:
-        try:
-            os.link(src, dst)
-        except FileExistsError:
-            _merge_into_archive(src, dst)
-            return True
-        except OSError as exc:
-            if exc.errno not in {errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EMLINK}:
-                raise
-            atomic_write(dst, src.read_bytes())
-        _fsync_dir(ws.archive_dir)
         pause_point("archive:after-link")
-    with contextlib.suppress(FileNotFoundError):
-        src.unlink()
-    _fsync_dir(ws.memory_dir)
+    ws.delete(src)
     return True
 
 
-def _merge_into_archive(src: Path, dst: Path) -> None:
+def _merge_into_archive(ws: Workspace, src: str, dst: str) -> None:
     """Make ``dst`` hold everything ``src`` holds, without losing what ``dst`` had."""
-    with contextlib.suppress(FileNotFoundError):
-        if src.samefile(dst):
+    while True:
+        try:
+            new = ws.read_bytes(src)
+        except FileNotFoundError:
             return
-    new = src.read_bytes()
-    old = dst.read_bytes()
-    if new in old:
-        return
-    if new.startswith(old):
-        merged = new
-    else:
-        merged = old + (b"" if old.endswith(b"\n") or not old else b"\n") + new
-    atomic_write(dst, merged)
+        current = ws.read_versioned(dst)
+        old = current.data if current is not None else b""
+        if new in old:
+            return
+        if new.startswith(old):
+            merged = new
+        else:
+            merged = old + (b"" if old.endswith(b"\n") or not old else b"\n") + new
+        if ws.replace_if(dst, merged, current.version if current is not None else None):
+            return
 
 
 def expire_ledgers(ws: Workspace, *, retention_days: int, dry_run: bool = False) -> list[str]:
@@ -98,31 +94,25 @@ class PruneReport:
 
 def prune_old_files(ws: Workspace, *, retention_days: int, dry_run: bool = False) -> PruneReport:
     """Delete session logs, evicted tool results and flush cursors older than the retention."""
-    cutoff = (ws.utc_now() - timedelta(days=retention_days)).timestamp()
-    sessions = _prune(ws, ws.sessions_dir, "**/*.jsonl", cutoff, dry_run)
-    results = _prune(ws, ws.large_results_dir, "**/*", cutoff, dry_run)
-    cursors = _prune(ws, ws.root / CURSOR_DIR, "*.json", cutoff, dry_run)
-    if not dry_run:
-        _remove_empty_dirs(ws.large_results_dir)
+    cutoff = (ws.utc_now() - timedelta(days=retention_days)).timestamp() * 1e9
+    sessions = _prune(ws, SESSIONS_DIR, lambda name: name.endswith(".jsonl"), cutoff, dry_run)
+    results = _prune(ws, LARGE_RESULTS_DIR, lambda name: True, cutoff, dry_run)
+    cursors = _prune(ws, CURSOR_DIR, lambda name: name.endswith(".json"), cutoff, dry_run)
+    if not dry_run and ws.is_local:
+        _remove_empty_dirs(ws.root / LARGE_RESULTS_DIR)
     return PruneReport(sessions=sessions, tool_results=results, cursors=cursors)
 
 
 def _prune(
-    ws: Workspace, root: Path, pattern: str, cutoff: float, dry_run: bool
+    ws: Workspace, top: str, wanted: Callable[[str], bool], cutoff: float, dry_run: bool
 ) -> tuple[str, ...]:
-    if not root.is_dir():
-        return ()
     gone: list[str] = []
-    for path in sorted(root.glob(pattern)):
-        try:
-            if path.is_symlink() or not path.is_file() or path.stat().st_mtime >= cutoff:
-                continue
-            if not dry_run:
-                path.unlink()
-        except FileNotFoundError:
+    for rel, st in ws.walk(top):
+        if st.mtime_ns >= cutoff or not wanted(rel.rsplit("/", 1)[-1]):
             continue
-        gone.append(path.relative_to(ws.root).as_posix())
-    return tuple(gone)
+        if dry_run or ws.delete(rel):
+            gone.append(rel)
+    return tuple(sorted(gone))
 
 
 def _remove_empty_dirs(root: Path) -> None:

@@ -78,9 +78,8 @@ class ConsolidationState:
     @classmethod
     def load(cls, ws: Workspace) -> ConsolidationState:
         """Read the state; a missing file is an empty state, a damaged one too (logged)."""
-        path = ws.root / STATE_REL
         try:
-            raw = path.read_bytes()
+            raw = ws.read_bytes(STATE_REL)
         except FileNotFoundError:
             return cls()
         try:

@@ -382,10 +382,10 @@ class MemoryFlushManager:
             if not fresh:
                 self._advance(cursor, chunk, acc)
                 return "all_known"
-            target = ws.root / rel
+            target = ws.stat(rel)
             cursor.pending = {
                 "rel": rel,
-                "size": target.stat().st_size if target.exists() else 0,
+                "size": target.size if target is not None else 0,
                 "bullets": fresh,
                 "ids": [m.id for m in chunk],
                 "last_created_at": max(m.created_at for m in chunk).isoformat(),

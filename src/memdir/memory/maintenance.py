@@ -335,7 +335,7 @@ class MemoryMaintenanceScheduler:
 
     def _load(self) -> dict[str, Any]:
         try:
-            data = json.loads((self.workspace.root / STATE_REL).read_bytes())
+            data = json.loads(self.workspace.read_bytes(STATE_REL))
         except (FileNotFoundError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}

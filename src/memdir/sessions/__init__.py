@@ -46,7 +46,9 @@ __all__ = [
     "LogRecord",
     "LogSpan",
     "SessionLog",
+    "fsync_dir",
     "list_sessions",
+    "locked_append",
     "validate_session_id",
 ]
 
@@ -102,9 +104,9 @@ class LogReadResult:
 class _Scan:
     """What is known about the file up to ``parsed_upto`` (the end of its last full line)."""
 
-    inode: int = -1
+    inode: str = ""  # the file's identity (re-created: parse again)
     size: int = -1
-    mtime_ns: int = -1
+    mtime_ns: str = ""  # the file's change tag
     parsed_upto: int = 0
     lines: int = 0
     ids: set[str] = field(default_factory=set)
@@ -139,12 +141,16 @@ class SessionLog:
         self.workspace = workspace
         self.session_id = validate_session_id(session_id)
         self.rel_path = f"{SESSIONS_DIR}/{session_id}{LOG_SUFFIX}"
-        self.path: Path = workspace.root / self.rel_path
         self.redact = redact
         self._scan = _Scan()
 
     def __repr__(self) -> str:
         return f"SessionLog({self.rel_path!r})"
+
+    @property
+    def path(self) -> Path:
+        """The log's file (a workspace on disk only; see :attr:`rel_path`)."""
+        return self.workspace.root / self.rel_path
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -185,11 +191,11 @@ class SessionLog:
                 return None
             stamp = self.workspace.utc_now().isoformat()
             payload = b"".join(self._encode(msg, stamp) for msg in fresh)
-            created = not self.path.exists()
+            created = self.workspace.stat(self.rel_path) is None
             before = max(scan.size, 0)
             torn = before > scan.parsed_upto
             try:
-                _, end = locked_append(self.path, payload, fsync=fsync)
+                _, end = self.workspace.append_bytes(self.rel_path, payload, fsync=fsync)
             except BaseException as exc:  # also an interrupt mid-write: never leave a part
                 self._roll_back(created)
                 if isinstance(exc, WorkspaceError):
@@ -197,9 +203,6 @@ class SessionLog:
                         f"cannot write session log {self.rel_path}: {exc}; nothing was written"
                     ) from exc
                 raise
-            if created and fsync:
-                # A new file's directory entry must reach the disk too.
-                fsync_dir(self.path.parent)
             first = scan.lines + (1 if torn else 0) + 1
             written = {m.id for m in fresh} | ({scan.tail_id} if scan.tail_id else set())
             self._remember(scan, end, first - 1 + len(fresh), written)
@@ -224,12 +227,13 @@ class SessionLog:
             return (line + "\n").encode("ascii")
 
     def _roll_back(self, created: bool) -> None:
-        # locked_append has already cut the file back to its old size, under the file lock (a
-        # second truncate here, outside it, could cut a record another writer just appended);
-        # what is left to undo is a file this append created.
-        with contextlib.suppress(OSError):
-            if created and self.path.stat().st_size == 0:
-                self.path.unlink()
+        # The store's append is all or nothing (a file store cuts the file back to its old
+        # size under its lock; a database rolls back); what is left to undo is a file this
+        # append created.
+        with contextlib.suppress(OSError, WorkspaceError):
+            st = self.workspace.stat(self.rel_path)
+            if created and st is not None and st.size == 0:
+                self.workspace.delete(self.rel_path)
         self._scan = _Scan()
 
     @contextlib.contextmanager
@@ -251,22 +255,23 @@ class SessionLog:
     def _refresh(self) -> _Scan:
         """Bring the cached ids and line count up to date, reading only what was appended."""
         try:
-            st = self.path.stat()
+            st = self.workspace.stat(self.rel_path)
+        except (WorkspaceError, OSError) as exc:
+            raise SessionLogError(f"cannot read session log {self.rel_path}: {exc}") from exc
+        if st is None:
+            self._scan = _Scan(size=0)
+            return self._scan
+        scan = self._scan
+        if (st.identity, st.size, st.tag) == (scan.inode, scan.size, scan.mtime_ns):
+            return scan
+        if st.identity != scan.inode or st.size < scan.parsed_upto:
+            scan = _Scan()  # replaced or shrunk: parse from the start
+        try:
+            chunk = self.workspace.read_from(self.rel_path, scan.parsed_upto)
         except FileNotFoundError:
             self._scan = _Scan(size=0)
             return self._scan
-        except OSError as exc:
-            raise SessionLogError(f"cannot read session log {self.rel_path}: {exc}") from exc
-        scan = self._scan
-        if (st.st_ino, st.st_size, st.st_mtime_ns) == (scan.inode, scan.size, scan.mtime_ns):
-            return scan
-        if st.st_ino != scan.inode or st.st_size < scan.parsed_upto:
-            scan = _Scan()  # replaced or shrunk: parse from the start
-        try:
-            with self.path.open("rb") as fh:
-                fh.seek(scan.parsed_upto)
-                chunk = fh.read()
-        except OSError as exc:
+        except (WorkspaceError, OSError) as exc:
             raise SessionLogError(f"cannot read session log {self.rel_path}: {exc}") from exc
         complete = chunk[: chunk.rfind(b"\n") + 1]
         for raw in complete.split(b"\n")[:-1]:
@@ -277,21 +282,23 @@ class SessionLog:
         scan.tail_id = record_id(chunk[len(complete) :]) if len(chunk) > len(complete) else None
         scan.size = scan.parsed_upto + len(chunk)
         scan.parsed_upto += len(complete)
-        scan.inode, scan.mtime_ns = st.st_ino, st.st_mtime_ns
+        scan.inode, scan.mtime_ns = st.identity, st.tag
         self._scan = scan
         return scan
 
     def _remember(self, scan: _Scan, end: int, lines: int, ids: set[str]) -> None:
         try:
-            st = self.path.stat()
-        except OSError:
+            st = self.workspace.stat(self.rel_path)
+        except (WorkspaceError, OSError):
+            st = None
+        if st is None:
             self._scan = _Scan()
             return
         scan.ids |= ids
         scan.tail_id = None
         scan.lines, scan.parsed_upto = lines, end
-        scan.inode, scan.size, scan.mtime_ns = st.st_ino, end, st.st_mtime_ns
-        if st.st_size != end:  # another writer bypassed the lock: re-read next time
+        scan.inode, scan.size, scan.mtime_ns = st.identity, end, st.tag
+        if st.size != end:  # another writer bypassed the lock: re-read next time
             scan.size = -1
 
     # -- reading ------------------------------------------------------------------------------
@@ -334,10 +341,10 @@ class SessionLog:
 
     def _read(self, start: int | None, end: int | None) -> LogReadResult:
         try:
-            data = self.path.read_bytes()
+            data = self.workspace.read_bytes(self.rel_path)
         except FileNotFoundError:
             return LogReadResult()
-        except OSError as exc:
+        except (WorkspaceError, OSError) as exc:
             raise SessionLogError(f"cannot read session log {self.rel_path}: {exc}") from exc
         records: list[LogRecord] = []
         malformed: list[tuple[int, str]] = []
@@ -369,12 +376,9 @@ _redact_message = redact_message
 
 def list_sessions(workspace: Workspace) -> list[str]:
     """Ids of the sessions that have a log in ``workspace``, sorted."""
-    directory = workspace.sessions_dir
-    if not directory.is_dir():
-        return []
     found = []
-    for entry in directory.iterdir():
-        if entry.name.endswith(LOG_SUFFIX) and entry.is_file():
+    for entry in workspace.listdir(SESSIONS_DIR):
+        if entry.name.endswith(LOG_SUFFIX) and entry.kind == "file":
             session_id = entry.name[: -len(LOG_SUFFIX)]
             if _SESSION_ID.fullmatch(session_id):
                 found.append(session_id)

@@ -42,6 +42,9 @@ class FileStat:
     size: int
     mtime_ns: int
     tag: str
+    identity: str = ""
+    """Changes when the file is replaced or re-created, not when it is appended to (a reader
+    of an append-only file may then go on from where it stopped)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from memdir.store._fileio import (
     atomic_create_in,
     atomic_write_in,
     file_lock,
+    fsync_dir,
     locked_append_in,
 )
 from memdir.store._safeopen import (
@@ -64,6 +65,15 @@ def content_version(data: bytes) -> str:
 
 def _tag(st: os.stat_result) -> str:
     return f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
+
+
+def _stat_of(st: os.stat_result) -> FileStat:
+    return FileStat(
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        tag=_tag(st),
+        identity=f"{st.st_dev}:{st.st_ino}",
+    )
 
 
 class FileStore(Store):
@@ -109,7 +119,7 @@ class FileStore(Store):
         if st is None:
             return None
         check_regular(rel, st.st_mode)
-        return FileStat(size=st.st_size, mtime_ns=st.st_mtime_ns, tag=_tag(st))
+        return _stat_of(st)
 
     def listdir(self, rel_dir: str, area: Area) -> list[Entry]:
         out: list[Entry] = []
@@ -124,9 +134,7 @@ class FileStore(Store):
                             Entry(
                                 name=entry.name,
                                 kind="file",
-                                stat=FileStat(
-                                    size=st.st_size, mtime_ns=st.st_mtime_ns, tag=_tag(st)
-                                ),
+                                stat=_stat_of(st),
                             )
                         )
                     elif not entry.name.startswith("."):
@@ -172,7 +180,12 @@ class FileStore(Store):
         return file_lock(self.root / LOCKS_DIR / f"file-{digest}.lock")
 
     def append(self, rel: str, data: bytes, area: Area, *, fsync: bool = True) -> tuple[int, int]:
-        return locked_append_in(self.root, rel, data, area, fsync=fsync)
+        new = fsync and self.stat(rel, area) is None
+        span = locked_append_in(self.root, rel, data, area, fsync=fsync)
+        if new:  # a new file's directory entry must reach the disk too
+            with contextlib.suppress(OSError):
+                fsync_dir((self.root / rel).parent)
+        return span
 
     def delete(self, rel: str, area: Area) -> bool:
         try:

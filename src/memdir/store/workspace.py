@@ -327,6 +327,16 @@ class Workspace:
             namespace=namespace,
         )
 
+    def with_clock(self, clock: Clock) -> Workspace:
+        """The same workspace (and namespace) read and written with another clock."""
+        return type(self)(
+            self.url if self.url is not None else self.base,
+            tz=self.tz,
+            clock=clock,
+            create=False,
+            namespace=self.namespace,
+        )
+
     def namespaces(self) -> list[str]:
         """The namespaces the workspace holds, sorted."""
         return self.store.namespaces()
@@ -577,7 +587,7 @@ class Workspace:
             raise
         return data.decode("utf-8", errors="replace")
 
-    def read_bytes(self, rel: str | os.PathLike[str]) -> bytes:
+    def read_bytes(self, rel: str | os.PathLike[str], *, area: Area | None = None) -> bytes:
         """Read a workspace file's bytes, opened race-free from the workspace root.
 
         A symlink is followed only to a file in the same part of the workspace (see
@@ -589,7 +599,7 @@ class Workspace:
                 a missing file raises its subclass that is also a ``FileNotFoundError``.
         """
         confined = self.relpath(rel)
-        return self.store.read(confined, area_of(confined))
+        return self.store.read(confined, area or area_of(confined))
 
     def read_versioned(self, rel: str | os.PathLike[str]) -> Versioned | None:
         """The file's bytes and version, read together (for :meth:`replace_if`); ``None`` if
@@ -606,15 +616,31 @@ class Workspace:
         confined = self.relpath(rel)
         return self.store.read_from(confined, offset, area_of(confined))
 
-    def stat(self, rel: str | os.PathLike[str]) -> FileStat | None:
-        """Size, change time and change tag of a file; ``None`` if it does not exist."""
+    def stat(self, rel: str | os.PathLike[str], *, area: Area | None = None) -> FileStat | None:
+        """Size, change time and change tag of a file; ``None`` if it does not exist.
+
+        ``area``: the part of the workspace a symlink may lead to (default: the part ``rel``
+        is in). Raises :class:`WorkspaceError` for a path that is not a readable file.
+        """
         confined = self.relpath(rel)
-        return self.store.stat(confined, area_of(confined))
+        return self.store.stat(confined, area or area_of(confined))
 
     def listdir(self, rel_dir: str | os.PathLike[str] = "") -> list[Entry]:
         """The files and sub-directories directly in ``rel_dir`` (default: the top), by name."""
         confined = self.relpath(rel_dir) if str(rel_dir).strip(" ./") else ""
         return self.store.listdir(confined, area_of(confined) if confined else WORKSPACE_AREA)
+
+    def walk(self, rel_dir: str) -> Iterator[tuple[str, FileStat]]:
+        """Every file under ``rel_dir`` (recursively, dot-names included), with its stat."""
+        todo = [rel_dir]
+        while todo:
+            current = todo.pop()
+            for entry in self.listdir(current):
+                rel = f"{current}/{entry.name}" if current else entry.name
+                if entry.kind == "dir":
+                    todo.append(rel)
+                elif entry.stat is not None:
+                    yield rel, entry.stat
 
     def delete(self, rel: str | os.PathLike[str]) -> bool:
         """Remove a file; whether it existed."""
@@ -652,14 +678,15 @@ class Workspace:
         confined = self.relpath(rel)
         self.store.write(confined, _encode(text), area_of(confined))
 
-    def create_text(self, rel: str | os.PathLike[str], text: str) -> bool:
+    def create_text(self, rel: str | os.PathLike[str], text: str | bytes) -> bool:
         """Create a file with ``text`` unless it exists; never replaces an existing file.
 
         The file appears complete or not at all, and a file another process creates at the
         same moment wins. Returns whether this call created it.
         """
         confined = self.relpath(rel)
-        return self.store.create(confined, _encode(text), area_of(confined))
+        data = text if isinstance(text, bytes) else _encode(text)
+        return self.store.create(confined, data, area_of(confined))
 
     def append_text(
         self, rel: str | os.PathLike[str], text: str, *, fsync: bool = True
@@ -673,6 +700,15 @@ class Workspace:
         """
         confined = self.relpath(rel)
         return self.store.append(confined, _encode(text), area_of(confined), fsync=fsync)
+
+    def append_bytes(
+        self, rel: str | os.PathLike[str], data: bytes, *, fsync: bool = True
+    ) -> tuple[int, int]:
+        """:meth:`append_text` for bytes (already encoded)."""
+        if not isinstance(data, bytes):
+            raise WorkspaceError(f"data must be bytes, not {type(data).__name__}")
+        confined = self.relpath(rel)
+        return self.store.append(confined, data, area_of(confined), fsync=fsync)
 
     @contextlib.contextmanager
     def lock(self, name: str) -> Iterator[None]:

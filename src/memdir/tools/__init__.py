@@ -252,9 +252,7 @@ def memory_get(
 
 
 @_tool
-def memory_add(
-    text: str, *, workspace: WorkspaceArg = None, namespace: str | None = None
-) -> str:
+def memory_add(text: str, *, workspace: WorkspaceArg = None, namespace: str | None = None) -> str:
     """Save a durable fact to today's memory notes (memory/YYYY-MM-DD.md).
 
     Use it for facts worth remembering in later conversations: decisions, preferences,

@@ -12,16 +12,14 @@ import logging
 import os
 import re
 import sqlite3
-import stat
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memdir.errors import MemdirError, ToolInputError, WorkspaceError
 from memdir.redact import Redactor
-from memdir.store._safeopen import PathMissing, locate, read_regular
+from memdir.store._safeopen import PathMissing
 from memdir.store.ledger import append_block, line_at
 from memdir.store.workspace import ARCHIVE_DIR, MEMORY_AREA, MEMORY_DIR, MEMORY_MD, Workspace
 
@@ -171,22 +169,21 @@ def is_memory_file(ws: Workspace, path: str) -> bool:
     answer for a path that exists nowhere.
     """
     try:
-        _, st = locate(ws.root, memory_relpath(ws, path), MEMORY_AREA)
+        return ws.stat(memory_relpath(ws, path), area=MEMORY_AREA) is not None
     except MemdirError:
         return False
-    return st is not None and stat.S_ISREG(st.st_mode)
 
 
 def _read_memory_bytes(ws: Workspace, rel: str) -> tuple[str, bytes]:
     """``(rel read, bytes)``: opened once, race-free, confined to the memory files."""
     try:
-        return rel, read_regular(ws.root, rel, MEMORY_AREA)
+        return rel, ws.read_bytes(rel, area=MEMORY_AREA)
     except PathMissing:
         name = rel.removeprefix(MEMORY_DIR + "/")
         if _LEDGER_FILE.fullmatch(name):
             moved = f"{ARCHIVE_DIR}/{name}"
             with contextlib.suppress(PathMissing):
-                return moved, read_regular(ws.root, moved, MEMORY_AREA)
+                return moved, ws.read_bytes(moved, area=MEMORY_AREA)
     if rel == MEMORY_MD:
         raise WorkspaceError(
             "MEMORY.md does not exist yet; memory_search finds facts in the daily notes"
@@ -298,7 +295,7 @@ def add_memory(ws: Workspace, text: str, *, redactor: Redactor | None = None) ->
 
 # -- one open index per workspace ---------------------------------------------------------
 
-_CACHE: OrderedDict[Path, MemoryIndex] = OrderedDict()
+_CACHE: OrderedDict[str, MemoryIndex] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 8
 # Indexes opened before a fork: the child must neither use nor close their SQLite connections
@@ -314,7 +311,7 @@ def shared_index(ws: Workspace) -> MemoryIndex:
     """
     from memdir.index import MemoryIndex
 
-    key = ws.root.resolve()
+    key = str(ws.root.resolve()) if ws.is_local else ws.describe()
     with _CACHE_LOCK:
         index = _CACHE.get(key)
         if index is None:

@@ -60,6 +60,7 @@ class PostgresStore(Store):
         self._files = sql.Identifier(s, "files")
         self._chunks = sql.Identifier(s, "chunks")
         self._namespaces = sql.Identifier(s, "namespaces")
+        self._generations = sql.Literal(f"{s}.generations")
         self._ready = False
 
     def describe(self) -> str:
@@ -157,7 +158,7 @@ class PostgresStore(Store):
         def read(cur: Any) -> FileStat | None:
             cur.execute(
                 sql.SQL(
-                    "SELECT size, version, (extract(epoch from mtime) * 1e9)::bigint "
+                    "SELECT size, version, (extract(epoch from mtime) * 1e9)::bigint, generation "
                     "FROM {} WHERE ns = %s AND path = %s"
                 ).format(self._files),
                 (self.ns, rel),
@@ -165,7 +166,9 @@ class PostgresStore(Store):
             row = cur.fetchone()
             if row is None:
                 return None
-            return FileStat(size=int(row[0]), mtime_ns=int(row[2]), tag=str(row[1]))
+            return FileStat(
+                size=int(row[0]), mtime_ns=int(row[2]), tag=str(row[1]), identity=str(row[3])
+            )
 
         result: FileStat | None = self._tx(read, read_only=True)
         return result
@@ -176,8 +179,8 @@ class PostgresStore(Store):
         def read(cur: Any) -> list[Any]:
             cur.execute(
                 sql.SQL(
-                    "SELECT path, size, version, (extract(epoch from mtime) * 1e9)::bigint "
-                    "FROM {} WHERE ns = %s AND path LIKE %s"
+                    "SELECT path, size, version, (extract(epoch from mtime) * 1e9)::bigint, "
+                    "generation FROM {} WHERE ns = %s AND path LIKE %s"
                 ).format(self._files),
                 (self.ns, _like_prefix(prefix)),
             )
@@ -185,7 +188,7 @@ class PostgresStore(Store):
             return rows
 
         entries: dict[str, Entry] = {}
-        for path, size, version, mtime in self._tx(read, read_only=True):
+        for path, size, version, mtime, generation in self._tx(read, read_only=True):
             rest = path[len(prefix) :]
             name, sep, _ = rest.partition("/")
             if sep:
@@ -194,7 +197,12 @@ class PostgresStore(Store):
                 entries[name] = Entry(
                     name=name,
                     kind="file",
-                    stat=FileStat(size=int(size), mtime_ns=int(mtime), tag=str(version)),
+                    stat=FileStat(
+                        size=int(size),
+                        mtime_ns=int(mtime),
+                        tag=str(version),
+                        identity=str(generation),
+                    ),
                 )
         return [entries[name] for name in sorted(entries)]
 
@@ -223,8 +231,8 @@ class PostgresStore(Store):
                     "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (ns, path) DO UPDATE SET "
                     "size = EXCLUDED.size, last_byte = EXCLUDED.last_byte, "
                     "writer = EXCLUDED.writer, version = {f}.version + 1, "
-                    "mtime = clock_timestamp()"
-                ).format(f=self._files),
+                    "generation = nextval({g}), mtime = clock_timestamp()"
+                ).format(f=self._files, g=self._generations),
                 (self.ns, rel, len(data), data[-1] if data else None, writer),
             )
             self._replace(cur, rel, data)
@@ -272,9 +280,9 @@ class PostgresStore(Store):
             cur.execute(
                 sql.SQL(
                     "UPDATE {} SET size = %s, last_byte = %s, writer = %s, version = version + 1, "
-                    "mtime = clock_timestamp() WHERE ns = %s AND path = %s AND version = %s "
-                    "RETURNING 1"
-                ).format(self._files),
+                    "generation = nextval({}), mtime = clock_timestamp() "
+                    "WHERE ns = %s AND path = %s AND version = %s RETURNING 1"
+                ).format(self._files, self._generations),
                 (len(data), data[-1] if data else None, writer, self.ns, rel, expected),
             )
             if cur.fetchone() is None:

@@ -10,6 +10,7 @@ kept between transactions, so a transaction-pooling proxy (pgbouncer) may sit in
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -45,9 +46,10 @@ class Database:
     def __init__(self, url: str) -> None:
         try:
             import psycopg
-            from psycopg_pool import ConnectionPool
+            from psycopg_pool import ConnectionPool, PoolTimeout
         except ImportError as exc:
             raise ConfigError(INSTALL_HINT) from exc
+        self._pool_timeout = PoolTimeout
         parts = urlsplit(url)
         params = dict(parse_qsl(parts.query))
         self.schema = params.pop("schema", "memdir")
@@ -63,6 +65,10 @@ class Database:
         if not 1 <= size <= 64:
             raise ConfigError("pool_size in the workspace URL must be between 1 and 64")
         params.setdefault("connect_timeout", "10")
+        try:
+            self._connect_timeout = max(1.0, float(params["connect_timeout"]))
+        except ValueError:
+            raise ConfigError("connect_timeout in the workspace URL must be a number") from None
         params.setdefault("application_name", "memdir")
         self.url = url
         self.shown = redact_url(url)
@@ -74,8 +80,8 @@ class Database:
             max_size=size,
             open=False,
             kwargs={"autocommit": False, "prepare_threshold": None},
-            timeout=30.0,
-            reconnect_timeout=60.0,
+            timeout=self._connect_timeout + 5.0,
+            reconnect_timeout=300.0,
             name="memdir",
         )
         self._pid = os.getpid()
@@ -88,7 +94,16 @@ class Database:
             return
         with self._open_lock:
             if not self._opened:
-                self._pool.open(wait=False)
+                try:
+                    # The first connection is awaited here, so an unreachable server is an
+                    # error within connect_timeout instead of a long wait later.
+                    self._pool.open(wait=True, timeout=self._connect_timeout)
+                except Exception as exc:
+                    with contextlib.suppress(Exception):
+                        self._pool.close()
+                    raise WorkspaceError(
+                        f"cannot connect to PostgreSQL at {self.shown}: {_first_line(exc)}"
+                    ) from exc
                 self._opened = True
 
     def transaction(self, fn: Callable[[Any], _T], *, read_only: bool = False) -> _T:
@@ -106,6 +121,11 @@ class Database:
                     conn.read_only = read_only
                     with conn.transaction(), conn.cursor() as cur:
                         return fn(cur)
+            except self._pool_timeout as exc:
+                raise WorkspaceError(
+                    f"no connection to PostgreSQL at {self.shown} within "
+                    f"{self._connect_timeout + 5:g} s: {_first_line(exc)}"
+                ) from exc
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
                 if attempt == _ATTEMPTS or not _transient(exc):
                     raise WorkspaceError(
@@ -117,13 +137,6 @@ class Database:
                     attempt,
                     _ATTEMPTS - 1,
                 )
-            except Exception as exc:
-                # A pool timeout: no connection could be made at all.
-                if type(exc).__name__ == "PoolTimeout":
-                    raise WorkspaceError(
-                        f"cannot connect to PostgreSQL at {self.shown}: {_first_line(exc)}"
-                    ) from exc
-                raise
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 2.0)
         raise AssertionError("unreachable")

@@ -23,11 +23,13 @@ MIGRATIONS: Final[dict[int, list[str]]] = {
             ns text PRIMARY KEY,
             created_at timestamptz NOT NULL DEFAULT clock_timestamp()
         )""",
+        "CREATE SEQUENCE {s}.generations",
         """CREATE TABLE {s}.files (
             ns text NOT NULL,
             path text NOT NULL,
             size bigint NOT NULL DEFAULT 0,
             version bigint NOT NULL DEFAULT 1,
+            generation bigint NOT NULL DEFAULT nextval('{s}.generations'),
             mtime timestamptz NOT NULL DEFAULT clock_timestamp(),
             last_byte smallint,
             writer uuid,
