@@ -98,6 +98,10 @@ def _register() -> None:
     from memdir.cli._namespace_cmds import namespaces_cmd
 
     cli.add_command(namespaces_cmd)
+    from memdir.cli import _transfer_cmds
+
+    for command in _transfer_cmds.COMMANDS:
+        cli.add_command(command)
 
 
 _register()

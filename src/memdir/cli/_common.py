@@ -14,7 +14,7 @@ from click.core import ParameterSource
 from rich.console import Console
 
 from memdir.errors import ConfigError, WorkspaceError
-from memdir.store.workspace import MEMORY_DIR, Workspace
+from memdir.store.workspace import Workspace
 
 
 @dataclass
@@ -26,7 +26,7 @@ class CliState:
     verbose: bool = False
     _workspace: Workspace | None = field(default=None, repr=False)
 
-    def workspace(self, *, create: bool = True) -> Workspace:
+    def workspace(self, *, create: bool = True, must_exist: bool = True) -> Workspace:
         """The workspace named by ``--workspace`` / ``$MEMDIR_WORKSPACE`` / the default, in the
         namespace of ``--namespace`` / ``$MEMDIR_NAMESPACE`` (the root without one).
 
@@ -41,10 +41,9 @@ class CliState:
                 ws = Workspace(self.workspace_arg, create=create, namespace=self.namespace)
             except ConfigError as exc:
                 raise click.BadParameter(str(exc), param_hint="'--namespace'") from None
-            if not create and not (ws.memory_md.is_file() or (ws.root / MEMORY_DIR).is_dir()):
-                where = f"namespace {ws.namespace!r} of {ws.base}" if ws.namespace else ws.root
+            if not create and must_exist and not ws.exists():
                 raise WorkspaceError(
-                    f"no memdir workspace at {where}: run 'memdir init' (or pass -w)"
+                    f"no memdir workspace at {ws.describe()}: run 'memdir init' (or pass -w)"
                 )
             self._workspace = ws
         return self._workspace

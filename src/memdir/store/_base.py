@@ -161,5 +161,9 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
+    def exists(self) -> bool:
+        """Whether a workspace was set up here (by :meth:`init`, or by writing to it)."""
+
+    @abc.abstractmethod
     def namespaces(self) -> list[str]:
         """The namespaces of this store's workspace, sorted."""

@@ -215,5 +215,8 @@ class FileStore(Store):
         ):
             yield
 
+    def exists(self) -> bool:
+        return (self.root / "MEMORY.md").is_file() or (self.root / "memory").is_dir()
+
     def namespaces(self) -> list[str]:
         return list_namespaces(self.base)

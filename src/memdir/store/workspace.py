@@ -307,6 +307,10 @@ class Workspace:
         """Whether the files are in a directory on this machine (else in PostgreSQL)."""
         return self._root is not None
 
+    def exists(self) -> bool:
+        """Whether a workspace is here (created by :meth:`init` or by a first write)."""
+        return self.store.exists()
+
     def describe(self) -> str:
         """Where the files are, for messages: a directory, or a database and namespace."""
         return self.store.describe()

@@ -69,15 +69,14 @@ class PostgresStore(Store):
 
     def init(self) -> None:
         self._prepare()
-        if self.ns:
-            self._tx(
-                lambda cur: cur.execute(
-                    sql.SQL("INSERT INTO {} (ns) VALUES (%s) ON CONFLICT DO NOTHING").format(
-                        self._namespaces
-                    ),
-                    (self.ns,),
-                )
+        self._tx(
+            lambda cur: cur.execute(
+                sql.SQL("INSERT INTO {} (ns) VALUES (%s) ON CONFLICT DO NOTHING").format(
+                    self._namespaces
+                ),
+                (self.ns,),
             )
+        )
 
     def _prepare(self) -> None:
         if self._ready:
@@ -371,9 +370,26 @@ class PostgresStore(Store):
         async with RowLock(self.db, self.ns, lock_name(name)).held_async(timeout=timeout):
             yield
 
+    def exists(self) -> bool:
+        def read(cur: Any) -> bool:
+            cur.execute(
+                sql.SQL("SELECT 1 FROM {} WHERE ns = %s").format(self._namespaces), (self.ns,)
+            )
+            if cur.fetchone() is not None:
+                return True
+            cur.execute(
+                sql.SQL("SELECT 1 FROM {} WHERE ns = %s LIMIT 1").format(self._files), (self.ns,)
+            )
+            return cur.fetchone() is not None
+
+        found: bool = self._tx(read, read_only=True)
+        return found
+
     def namespaces(self) -> list[str]:
         def read(cur: Any) -> list[str]:
-            cur.execute(sql.SQL("SELECT ns FROM {} ORDER BY ns").format(self._namespaces))
+            cur.execute(
+                sql.SQL("SELECT ns FROM {} WHERE ns <> '' ORDER BY ns").format(self._namespaces)
+            )
             return [row[0] for row in cur.fetchall()]
 
         names: list[str] = self._tx(read, read_only=True)
