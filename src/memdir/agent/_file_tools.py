@@ -24,7 +24,6 @@ from memdir.store._safeopen import (
     PathRefused,
     locate,
     open_dir,
-    read_regular,
     shown_path,
 )
 from memdir.store.namespaces import NAMESPACES_DIR
@@ -83,7 +82,7 @@ def _writable(workspace: Workspace, path: object) -> str:
 def _read_text(workspace: Workspace, rel: str) -> str:
     shown = shown_path(rel)
     try:
-        data = read_regular(workspace.root, rel, FILE_TOOL_AREA)
+        data = workspace.read_bytes(rel, area=FILE_TOOL_AREA)
     except PathMissing:
         raise ToolInputError(f"no file {shown}; use list_files to see what exists") from None
     except PathRefused as exc:
@@ -204,7 +203,11 @@ def write_file(path: str, content: str, *, workspace: Workspace) -> str:
         raise ToolInputError("content must be text")
     if len(content) > MAX_WRITE_CHARS:
         raise ToolInputError(f"content is too long ({len(content):,} characters)")
-    existed = os.path.lexists(workspace.root / rel)
+    existed = (
+        os.path.lexists(workspace.root / rel)
+        if workspace.is_local
+        else workspace.stat(rel) is not None
+    )
     workspace.write_text(rel, content)
     verb = "Replaced" if existed else "Created"
     return f"{verb} {rel} ({len(content):,} characters, {content.count(chr(10)) + 1:,} lines)."
@@ -265,8 +268,13 @@ def list_files(path: str = ".", recursive: bool = False, *, workspace: Workspace
     rel = "." if path.strip() in {"", ".", "./"} else workspace.relpath(path)
     entries: list[str] = []
     try:
-        with open_dir(workspace.root, "" if rel == "." else rel, FILE_TOOL_AREA) as dir_fd:
-            complete = _list_dir(workspace, dir_fd, "" if rel == "." else rel, recursive, entries)
+        if workspace.is_local:
+            with open_dir(workspace.root, "" if rel == "." else rel, FILE_TOOL_AREA) as dir_fd:
+                complete = _list_dir(
+                    workspace, dir_fd, "" if rel == "." else rel, recursive, entries
+                )
+        else:
+            complete = _list_store(workspace, "" if rel == "." else rel, recursive, entries)
     except PathMissing:
         raise ToolInputError(f"{shown_path(rel)} is not a directory in the workspace") from None
     except OSError as exc:
@@ -315,6 +323,28 @@ def _list_dir(
                 continue
         else:
             out.append(_odd_entry(workspace, shown))
+    return True
+
+
+def _list_store(workspace: Workspace, prefix: str, recursive: bool, out: list[str]) -> bool:
+    """:func:`_list_dir` for a workspace that is not a directory (PostgreSQL)."""
+    if prefix and FILE_TOOL_AREA.never and prefix.split("/", 1)[0] in FILE_TOOL_AREA.never:
+        raise PathRefused(f"{prefix} is outside {FILE_TOOL_AREA.label}", reason="area")
+    entries = workspace.listdir(prefix)
+    if prefix and not entries:
+        raise PathMissing(f"no directory {prefix}")
+    for entry in entries:
+        if entry.name.startswith(".") or (not prefix and entry.name in FILE_TOOL_AREA.never):
+            continue
+        if len(out) >= MAX_LIST_ENTRIES:
+            return False
+        shown = f"{prefix}/{entry.name}" if prefix else entry.name
+        if entry.kind == "dir":
+            out.append(shown + "/")
+            if recursive and not _list_store(workspace, shown, recursive, out):
+                return False
+        elif entry.stat is not None:
+            out.append(f"{shown} ({entry.stat.size:,} bytes)")
     return True
 
 

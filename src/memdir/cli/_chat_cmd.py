@@ -122,7 +122,7 @@ class ChatRepl:
     def _banner(self) -> None:
         count = len(self.agent.history(self.session_id))
         model = getattr(self.agent.model, "name", type(self.agent.model).__name__)
-        where = f"workspace {self.ws.root}, session {self.session_id!r}"
+        where = f"workspace {self.ws.describe()}, session {self.session_id!r}"
         resumed = f", resuming {count} messages" if count else ""
         self.err.print(f"memdir chat — {model} — {where}{resumed}. /help for commands.")
 
@@ -245,24 +245,28 @@ class ChatRepl:
 
     def _marks(self) -> dict[str, int]:
         rels = [self.ws.ledger_rel(), "MEMORY.md"]
-        return {rel: _size(self.ws.root / rel) for rel in rels}
+        return {rel: self._size(rel) for rel in rels}
+
+    def _size(self, rel: str) -> int:
+        try:
+            st = self.ws.stat(rel)
+        except (OSError, MemdirError):
+            return 0
+        return st.size if st is not None else 0
 
     def _settle(self, marks: dict[str, int]) -> None:
         """Wait for the background flush, then show what reached the memory files."""
         if not self.loop.run_until_complete(self.agent.drain(self.agent.close_timeout)):
             self.err.print("  (memory work still running; it finishes in the background)")
         for rel in {*marks, self.ws.ledger_rel()} - {"MEMORY.md"}:
-            path = self.ws.root / rel
             start = marks.get(rel, 0)
-            if _size(path) <= start:
+            if self._size(rel) <= start:
                 continue
-            with path.open("rb") as handle:
-                handle.seek(start)
-                added = handle.read().decode("utf-8", errors="replace")
+            added = self.ws.read_from(rel, start).decode("utf-8", errors="replace")
             for line in added.splitlines():
                 if line.startswith("- "):
                     self.err.print(f"  ✎ {rel}: {line}", style="green", markup=False)
-        if _size(self.ws.root / "MEMORY.md") != marks.get("MEMORY.md"):
+        if self._size("MEMORY.md") != marks.get("MEMORY.md"):
             lines = len(self.ws.read_text("MEMORY.md").splitlines())
             self.err.print(f"  ✎ MEMORY.md consolidated ({lines} lines)", style="green")
 
@@ -323,11 +327,6 @@ class ChatRepl:
             self.err.print(f"nothing to compact ({len(history)} messages)")
 
 
-def _size(path: Any) -> int:
-    try:
-        return int(path.stat().st_size)
-    except OSError:
-        return 0
 
 
 def _lines(stream: Any) -> Iterator[str]:

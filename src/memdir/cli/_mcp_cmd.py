@@ -47,5 +47,5 @@ def mcp_cmd(
     ws = state.workspace(create=False)
     _sdk()  # without the mcp package, the error is all that is printed
     where = "stdio" if transport == "stdio" else f"http://{host}:{port}/mcp"
-    info(f"memdir MCP server on {where}; workspace {ws.root}")
+    info(f"memdir MCP server on {where}; workspace {ws.describe()}")
     serve(ws, transport=transport, host=host, port=port, read_only=read_only)

@@ -19,8 +19,8 @@ def init(state: CliState) -> None:
     """
     ws = state.workspace()
     ws.create_text("MEMORY.md", "# Memory\n")  # atomic: a file made meanwhile is kept
-    click.echo(str(ws.root))
-    info(f"workspace ready at {ws.root}")
+    click.echo(ws.describe())
+    info(f"workspace ready at {ws.describe()}")
 
 
 @click.command(epilog=EXIT_HELP)

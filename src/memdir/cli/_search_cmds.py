@@ -53,7 +53,7 @@ def index_cmd(
     from memdir.index import MemoryIndex
 
     ws = state.workspace(create=False)
-    out: dict[str, object] = {"workspace": str(ws.root)}
+    out: dict[str, object] = {"workspace": ws.describe()}
     with MemoryIndex(ws) as index:
         if embedder is not None:
             index.set_default_embedder(None if embedder.strip().lower() == "off" else embedder)

@@ -92,13 +92,7 @@ def append_block(
 
 def line_at(ws: Workspace, rel: str, offset: int) -> int:
     """The number of the line that starts at byte ``offset`` of a file (reads up to there)."""
-    before = 0
-    with ws.path(rel).open("rb") as handle:
-        left = offset
-        while left > 0 and (chunk := handle.read(min(left, 1 << 20))):
-            before += chunk.count(b"\n")
-            left -= len(chunk)
-    return before + 1
+    return ws.read_bytes(rel)[: max(0, offset)].count(b"\n") + 1
 
 
 def append_bullets(

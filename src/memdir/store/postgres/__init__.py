@@ -29,7 +29,7 @@ from psycopg import sql
 from memdir.errors import WorkspaceError
 from memdir.store._base import Entry, FileStat, Store, Versioned
 from memdir.store._files import lock_name
-from memdir.store._safeopen import Area, PathMissing
+from memdir.store._safeopen import Area, PathMissing, PathRefused, shown_path
 from memdir.store.postgres._connect import Database, database, is_postgres_url, redact_url
 from memdir.store.postgres._locks import RowLock
 from memdir.store.postgres._schema import SCHEMA_VERSION, migrate
@@ -37,6 +37,14 @@ from memdir.store.postgres._schema import SCHEMA_VERSION, migrate
 __all__ = ["PostgresStore", "is_postgres_url", "redact_url"]
 
 _NEWLINE = 10
+
+
+def _check(rel: str, area: Area) -> None:
+    """A database has no symlinks: a path is in an area by its name alone."""
+    if rel and not area.holds(rel):
+        raise PathRefused(
+            f"{shown_path(rel)} is outside {area.label}; it cannot be opened here", reason="area"
+        )
 
 
 def _like_prefix(prefix: str) -> str:
@@ -113,6 +121,8 @@ class PostgresStore(Store):
         return found.data
 
     def read_versioned(self, rel: str, area: Area) -> Versioned | None:
+        _check(rel, area)
+
         def read(cur: Any) -> Versioned | None:
             cur.execute(
                 sql.SQL("SELECT version FROM {} WHERE ns = %s AND path = %s").format(self._files),
@@ -127,6 +137,8 @@ class PostgresStore(Store):
         return result
 
     def read_from(self, rel: str, offset: int, area: Area) -> bytes:
+        _check(rel, area)
+
         def read(cur: Any) -> bytes | None:
             cur.execute(
                 sql.SQL("SELECT 1 FROM {} WHERE ns = %s AND path = %s").format(self._files),
@@ -154,6 +166,8 @@ class PostgresStore(Store):
         return result
 
     def stat(self, rel: str, area: Area) -> FileStat | None:
+        _check(rel, area)
+
         def read(cur: Any) -> FileStat | None:
             cur.execute(
                 sql.SQL(
@@ -173,6 +187,7 @@ class PostgresStore(Store):
         return result
 
     def listdir(self, rel_dir: str, area: Area) -> list[Entry]:
+        _check(rel_dir, area)
         prefix = f"{rel_dir}/" if rel_dir else ""
 
         def read(cur: Any) -> list[Any]:
@@ -221,6 +236,7 @@ class PostgresStore(Store):
             )
 
     def write(self, rel: str, data: bytes, area: Area) -> None:
+        _check(rel, area)
         writer = uuid.uuid4()
 
         def write(cur: Any) -> None:
@@ -239,6 +255,7 @@ class PostgresStore(Store):
         self._tx(write)
 
     def create(self, rel: str, data: bytes, area: Area) -> bool:
+        _check(rel, area)
         writer = uuid.uuid4()
 
         def create(cur: Any) -> bool:
@@ -267,6 +284,7 @@ class PostgresStore(Store):
         return row is not None and row[0] == writer
 
     def replace_if(self, rel: str, data: bytes, version: str | None, area: Area) -> bool:
+        _check(rel, area)
         if version is None:
             return self.create(rel, data, area)
         try:
@@ -293,6 +311,7 @@ class PostgresStore(Store):
         return swapped
 
     def append(self, rel: str, data: bytes, area: Area, *, fsync: bool = True) -> tuple[int, int]:
+        _check(rel, area)
         key = uuid.uuid4()
 
         def append(cur: Any) -> tuple[int, int]:
@@ -344,6 +363,8 @@ class PostgresStore(Store):
         return result
 
     def delete(self, rel: str, area: Area) -> bool:
+        _check(rel, area)
+
         def delete(cur: Any) -> bool:
             cur.execute(
                 sql.SQL("DELETE FROM {} WHERE ns = %s AND path = %s RETURNING 1").format(
