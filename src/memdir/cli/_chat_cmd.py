@@ -327,8 +327,6 @@ class ChatRepl:
             self.err.print(f"nothing to compact ({len(history)} messages)")
 
 
-
-
 def _lines(stream: Any) -> Iterator[str]:
     while True:
         line = stream.readline()
