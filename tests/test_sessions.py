@@ -328,9 +328,12 @@ def _writer(root: str, worker: int, barrier: Any) -> None:
         log.append([*shared, *own], fsync=False)
 
 
-def test_concurrent_appends_lose_and_duplicate_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", ["files", "postgres"])
+def test_concurrent_appends_lose_and_duplicate_nothing(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
     ctx = mp.get_context("spawn")
-    root = str(tmp_path / "ws")
+    root = str(tmp_path / "ws") if store == "files" else request.getfixturevalue("pg_url")
     Workspace(root, tz="UTC")
     barrier = ctx.Barrier(WRITERS)
     procs = [ctx.Process(target=_writer, args=(root, w, barrier)) for w in range(WRITERS)]

@@ -100,9 +100,12 @@ def _appender(root: str, worker: int, n: int, barrier: object) -> None:
         ws.append_text("memory/2026-11-30.md", f"- w{worker} line {i} " + "x" * 300 + "\n")
 
 
-def test_concurrent_appends_never_tear(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", ["files", "postgres"])
+def test_concurrent_appends_never_tear(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
     ctx = mp.get_context("spawn")
-    root = str(tmp_path / "ws")
+    root = str(tmp_path / "ws") if store == "files" else request.getfixturevalue("pg_url")
     Workspace(root)
     barrier = ctx.Barrier(4)
     procs = [ctx.Process(target=_appender, args=(root, w, 200, barrier)) for w in range(4)]
@@ -111,7 +114,7 @@ def test_concurrent_appends_never_tear(tmp_path: Path) -> None:
     for p in procs:
         p.join(timeout=120)
         assert p.exitcode == 0
-    lines = (Path(root) / "memory/2026-11-30.md").read_text(encoding="utf-8").splitlines()
+    lines = Workspace(root).read_text("memory/2026-11-30.md").splitlines()
     assert len(lines) == 800
     assert len(set(lines)) == 800
     assert all(line.startswith("- w") and line.endswith("x" * 300) for line in lines)
