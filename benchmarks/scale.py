@@ -3,7 +3,8 @@
 For each corpus size it builds a deterministic synthetic memory (daily ledgers of 2,000 lines,
 mixed English / Chinese / code, see ``_corpus.py``) in a temporary workspace and measures, for
 memdir's ``MemoryIndex`` (public API only), a plain FTS5 ``unicode61`` table with a bm25 ``OR``
-query, and the reference case-insensitive substring scan:
+query, the reference case-insensitive substring scan, and two peers where installed (tantivy and
+bm25s, configured as ``_peer_engines.py`` says; ``pip install -e '.[bench]'``):
 
 * full build time, throughput and size on disk;
 * search latency (p50 / p99, top 10) for 1-5-term queries drawn from corpus lines;
@@ -48,6 +49,7 @@ from _corpus import (
     ledger_rels,
     load_pools,
 )
+from _peer_engines import Bm25sEngine, TantivyEngine, missing_packages, peer_directory
 from _scale_engines import Engine, Fts5Engine, MemdirEngine, SubstringEngine, dir_size
 from _scale_queries import Query, TruthIndex, make_queries
 from _scale_report import WHOLE_LINE, EngineResult, QueryRecord, SizeResult, markdown
@@ -55,7 +57,8 @@ from memdir.workspace import Workspace
 
 __all__ = ["main", "run_size"]
 
-BASELINES = ("fts5", "substring")
+BASELINES = ("fts5", "substring", "tantivy", "bm25s")
+PEERS = {"tantivy": TantivyEngine, "bm25s": Bm25sEngine}
 TOP = 10
 WARMUP = 5
 
@@ -210,6 +213,13 @@ def run_size(
             engines.append(Fts5Engine(ws, Path(tempfile.mkdtemp(dir=root)) / "fts5.db"))
         if "substring" not in skip:
             engines.append(SubstringEngine(ws))
+        for name, peer in PEERS.items():
+            if name in skip:
+                continue
+            if missing := missing_packages(name):
+                size.checks[f"{name} left out"] = "not installed: " + ", ".join(missing)
+                continue
+            engines.append(peer(ws, peer_directory(root, name)))
         results = {e.name: EngineResult(name=e.name) for e in engines}
         for engine in engines:
             if isinstance(engine, SubstringEngine):
@@ -234,7 +244,12 @@ def run_size(
         del truth
 
         _log("  re-indexing")
-        others = [e for e in engines if e is not memdir and not isinstance(e, SubstringEngine)]
+        # bm25s has no incremental update: its re-index is a full rebuild, timed once.
+        others = [
+            e
+            for e in engines
+            if e is not memdir and not isinstance(e, SubstringEngine | Bm25sEngine)
+        ]
         _reindex_phase(ws, pools, spec, memdir, others, results, reps, size)
         if profile_dir is not None:
             with cProfile.Profile() as prof:
