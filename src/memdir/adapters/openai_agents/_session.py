@@ -104,11 +104,13 @@ def _own(entry: _Entry) -> _Entry:
     return entry
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Stamp:
-    inode: int = -1
+    """The log as a reader last saw it (equal stamps: the log did not change in between)."""
+
+    identity: str = ""
+    tag: str = ""
     size: int = -1
-    mtime_ns: int = -1
 
 
 @dataclass(slots=True)
@@ -215,7 +217,7 @@ class MemdirSession:
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def __repr__(self) -> str:
-        return f"MemdirSession({self.session_id!r}, {str(self.workspace.root)!r})"
+        return f"MemdirSession({self.session_id!r}, {self.workspace.describe()!r})"
 
     # -- the Session protocol ----------------------------------------------------------------
 
@@ -414,18 +416,24 @@ class MemdirSession:
         redactor = self.redactor
         logged = [mask_skeleton(m, redactor) for m in msgs] if redactor is not None else msgs
         await asyncio.to_thread(self.log.append, logged)
-        self._stamp = self._stat()
+        self._stamp = await self._stat_async()
+
+    async def _stat_async(self) -> _Stamp:
+        # A stat of a local file is quicker than a hop to a thread; a database's is not.
+        return self._stat() if self.workspace.is_local else await asyncio.to_thread(self._stat)
 
     def _stat(self) -> _Stamp:
         try:
-            st = self.log.path.stat()
-        except OSError:
+            st = self.workspace.stat(self.log.rel_path)
+        except MemdirError:
             return _Stamp()
-        return _Stamp(st.st_ino, st.st_size, st.st_mtime_ns)
+        if st is None:
+            return _Stamp()
+        return _Stamp(st.identity, st.tag, st.size)
 
     async def _refresh(self) -> None:
         """Replay the log when it changed since this object last wrote or read it."""
-        stamp = self._stat()
+        stamp = await self._stat_async()
         if stamp == self._stamp:
             return
         records = (await asyncio.to_thread(self.log.read)).records
