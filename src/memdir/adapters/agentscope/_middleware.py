@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from agentscope.agent import Agent
     from agentscope.tool import ToolBase
 
+    from memdir.index import MemoryIndex
+
 __all__ = ["RECALL_SOURCE", "MemdirMiddleware"]
 
 logger = logging.getLogger("memdir.adapters.agentscope")
@@ -121,11 +123,14 @@ class MemdirMiddleware(MiddlewareBase):
             agents_md=False,
             memory_md=inject_memory,
         )
-        index = shared_index(self.workspace)
+        # The search index is opened when something needs it (recall, a tool, maintenance):
+        # a flush need not re-index, as every search refreshes from the files first.
+        index: MemoryIndex | None = None
         self.scheduler: MemoryMaintenanceScheduler | None = None
         if maintenance is not None:
             from memdir.memory import MemoryConsolidator
 
+            index = shared_index(self.workspace)
             consolidator = MemoryConsolidator(self.workspace, self.model, index=index)
             self.scheduler = MemoryMaintenanceScheduler(
                 self.workspace, consolidator, config=maintenance, index=index

@@ -22,7 +22,6 @@ import mimetypes
 import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from agentscope.message import Base64Source, DataBlock, Msg, ToolResultBlock, URLSource
@@ -32,7 +31,7 @@ from memdir.adapters.agentscope._convert import to_memdir
 from memdir.errors import WorkspaceError
 from memdir.redact import redact as default_redact
 from memdir.sessions import SessionLog
-from memdir.store.workspace import LARGE_RESULTS_DIR, Workspace, atomic_write
+from memdir.store.workspace import LARGE_RESULTS_DIR, Workspace
 
 __all__ = ["MemdirOffloader", "memdir_session_id"]
 
@@ -88,22 +87,25 @@ class MemdirOffloader:
         digest = hashlib.sha256(source.data.encode("ascii", "replace")).hexdigest()
         ext = mimetypes.guess_extension(source.media_type) or ".bin"
         rel = f"{LARGE_RESULTS_DIR}/data/{digest}{ext}"
-        target = self.workspace.root / rel
-        if not target.exists():
+        if self.workspace.stat(rel) is None:
             try:
                 data = base64.b64decode(source.data, validate=False)
             except (binascii.Error, ValueError) as exc:
                 raise WorkspaceError(f"the data block is not valid base64: {exc}") from None
-            target.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(target, data)
+            self.workspace.create_text(rel, data)  # the same data from elsewhere: kept once
         return rel
 
     async def offload_context(self, session_id: str, msgs: list[Msg]) -> str:
-        """Append ``msgs`` to the session log; return the log's path."""
+        """Append ``msgs`` to the session log; return the log's path (see :meth:`shown_path`)."""
         copies = [await self._without_inline_data(msg) for msg in msgs]
         log = self.session_log(session_id)
         await asyncio.to_thread(log.append, to_memdir(copies))
-        return str(log.path)
+        return self.shown_path(log.rel_path)
+
+    def shown_path(self, rel: str) -> str:
+        """The path the agent is given for a file it offloaded: absolute in a workspace on
+        disk, workspace-relative in PostgreSQL (``read_file`` reads either)."""
+        return str(self.workspace.root / rel) if self.workspace.is_local else rel
 
     async def _without_inline_data(self, msg: Msg) -> Msg:
         """A copy of ``msg`` whose inline data blocks are stored as files (the log stays small)."""
@@ -121,7 +123,7 @@ class MemdirOffloader:
         return copy
 
     async def offload_tool_result(self, session_id: str, tool_result: ToolResultBlock) -> str:
-        """Store a tool result's text as a file; return its path."""
+        """Store a tool result's text as a file; return its path (see :meth:`shown_path`)."""
         parts: list[str] = []
         outputs: list[Any] = (
             [tool_result.output] if isinstance(tool_result.output, str) else tool_result.output
@@ -139,19 +141,16 @@ class MemdirOffloader:
         if self.redactor is not None:
             text = self.redactor(text)
         sid = memdir_session_id(session_id)
-        path = await asyncio.to_thread(self._store_result, sid, tool_result.id, text)
-        return str(path)
+        rel = await asyncio.to_thread(self._store_result, sid, tool_result.id, text)
+        return self.shown_path(rel)
 
-    def _store_result(self, session_id: str, call_id: str, text: str) -> Path:
+    def _store_result(self, session_id: str, call_id: str, text: str) -> str:
         data = text.encode("utf-8", "replace")
         digest = hashlib.sha256(data).hexdigest()[:16]
-        directory = self.workspace.large_results_dir / session_id
         name = f"{_UNSAFE.sub('_', call_id)[:64] or 'call'}-{digest}.txt"
-        target = directory / name
-        if not target.exists():
-            directory.mkdir(parents=True, exist_ok=True)
-            atomic_write(target, data)
-        return target
+        rel = f"{LARGE_RESULTS_DIR}/{session_id}/{name}"
+        self.workspace.create_text(rel, data)  # named by its content: an existing file is it
+        return rel
 
 
 def _has_inline(block: Any) -> bool:
