@@ -83,6 +83,7 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         maintenance: consolidate the ledgers into ``MEMORY.md`` on a background thread
             (``None``: not here; run ``memdir maintain`` or a scheduler of your own).
         session_id: one fixed session for every thread (default: the thread id).
+        namespace: the caller's namespace in the workspace.
 
     Raises:
         ConfigError: a setting has the wrong type.
@@ -102,6 +103,7 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         max_context_tokens: int = 8_000,
         maintenance: MaintenanceConfig | None = None,
         session_id: str | None = None,
+        namespace: str | None = None,
     ) -> None:
         super().__init__()
         for label, value, kind in (
@@ -111,7 +113,7 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         ):
             if value is not None and not isinstance(value, kind):
                 raise ConfigError(f"{label} must be a {kind.__name__} or None")
-        self.workspace = Workspace.coerce(workspace)
+        self.workspace = Workspace.coerce(workspace, namespace)
         self.model = _memdir_model(model)
         self._fixed_session = validate_session_id(session_id) if session_id is not None else None
         self.eviction = tool_result_eviction

@@ -1,0 +1,73 @@
+"""memdir.adapters.langchain on both stores: a directory and a PostgreSQL database."""
+
+from __future__ import annotations
+
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from memdir.adapters.langchain import MemdirMiddleware
+from memdir.compaction import CompactionConfig
+from memdir.messages import SUMMARY_NAME
+from memdir.sessions import SessionLog
+from memdir.workspace import Workspace
+from test_adapter_langchain import (
+    BIG,
+    FACT,
+    SECTIONS,
+    ScriptedChat,
+    assert_paired,
+    lookup,
+    tool_turns,
+)
+
+
+def ledger_text(ws: Workspace) -> str:
+    return "".join(ws.read_text(rel) for _, rel in ws.ledgers())
+
+
+def test_a_run_that_injects_compacts_offloads_and_flushes(any_ws: Workspace) -> None:
+    any_ws.write_text("MEMORY.md", "# Preferences\n- The user writes in British English.\n")
+    model = ScriptedChat(messages=tool_turns(8, huge_at=1), requests=[])
+    middleware = MemdirMiddleware(
+        any_ws, compaction=CompactionConfig(trigger_messages=12, keep_messages=4)
+    )
+    agent = create_agent(
+        model, tools=[lookup], middleware=[middleware], checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": "t1"}}
+    seen = {}
+    for turn in range(8):
+        text = f"Turn {turn}: topic{turn}?" + (f" {FACT}" if turn == 0 else "")
+        state = agent.invoke({"messages": [HumanMessage(text)]}, config)
+        assert_paired(state["messages"])
+        seen.update({m.id: m for m in state["messages"] if m.name != SUMMARY_NAME})
+    assert middleware.close()
+
+    system = model.requests[0][0]
+    assert isinstance(system, SystemMessage) and "British English" in system.text
+    first = state["messages"][0]
+    assert first.name == SUMMARY_NAME and all(s in first.text for s in SECTIONS)
+    assert set(seen) <= {m.id for m in SessionLog(any_ws, "t1").messages()}
+    huge = next(m for m in seen.values() if isinstance(m, ToolMessage) and m.tool_call_id == "c1")
+    assert "large_tool_results/t1/" in huge.text
+    assert len(any_ws.read_text(huge.text.split("`")[1])) >= BIG - 100
+    assert "Carol owns the data pipeline" in ledger_text(any_ws)
+
+
+def test_two_namespaces_keep_their_memory_apart(any_ws: Workspace) -> None:
+    alice, bob = any_ws.namespaced("alice"), any_ws.namespaced("bob")
+    alice.write_text("MEMORY.md", "# Memory\n- Alice's locker code is 4521.\n")
+    prompts = []
+    for ws in (alice, bob):
+        model = ScriptedChat(messages=iter([AIMessage("Noted.")]), requests=[])
+        middleware = MemdirMiddleware(any_ws, namespace=ws.namespace)
+        create_agent(model, middleware=[middleware]).invoke(
+            {"messages": [HumanMessage(FACT)]}, {"configurable": {"thread_id": "t"}}
+        )
+        assert middleware.close()
+        prompts.append(model.requests[0][0].text)
+    assert "4521" in prompts[0] and "4521" not in prompts[1]
+    assert [m.text for m in SessionLog(bob, "t").messages()] == [FACT, "Noted."]
+    assert SessionLog(any_ws, "t").messages() == []
+    assert "Carol" in ledger_text(bob) and ledger_text(any_ws) == ""
