@@ -196,8 +196,8 @@ def test_estimated_document_frequency(tmp_path: Path) -> None:
         engine.sync_file(f"memory/2026-11-0{day}.md", lambda t=text: snapshot_of_text(t))
     total, _ = engine.totals()
     with engine.snapshot():
-        rare = engine.rowids('"word" AND "7"', 30)  # a short list: its length
-        full = engine.rowids('"common"', 30)  # 30 rows of 59 in the newest file: 30 x 400 / 59
+        rare = engine.rowids([("word",), ("7",)], 30)  # a short list: its length
+        full = engine.rowids([("common",)], 30)  # 30 rows of 59 in the newest file: 30 x 400 / 59
         assert engine.rows_from(full[-1]) == 59
         assert _search._estimate_dfs(engine, [rare, full], 30, total) == [4, 203]
     engine.close()

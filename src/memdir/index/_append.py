@@ -155,7 +155,7 @@ class TailRead:
 
     offset: int
     data: bytes
-    stat: os.stat_result
+    stat: os.stat_result | None = None  # not known when read from a store
 
     @property
     def size(self) -> int:

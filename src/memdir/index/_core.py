@@ -23,10 +23,14 @@ from memdir.index._hybrid import (
     query_vector,
 )
 from memdir.index._indexing import Damaged, sync_one, sync_workspace
-from memdir.index._paths import check_memory_path, load_snapshot, snapshot_of_text
+from memdir.index._paths import check_memory_path, snapshot_of_text
+from memdir.index._pg_settings import StoreSettings
+from memdir.index._pg_store import PgIndexStore
+from memdir.index._pg_vectors import PgVectors
 from memdir.index._query import analyze_query
 from memdir.index._search import run_search
 from memdir.index._settings import SETTINGS_NAME, SearchSettings
+from memdir.index._source import source_of
 from memdir.index._store import IndexStore
 from memdir.index._types import EmbedStats, IndexStats, SearchHit
 from memdir.index._vectors import VECTORS_DB, DenseIndex, VectorStore
@@ -83,8 +87,14 @@ class MemoryIndex:
         embedder: Embedder | str | bool | None = None,
     ) -> None:
         self.workspace = Workspace.coerce(workspace)
-        self.path: Path = self.workspace.index_dir / DB_NAME
-        self._store = IndexStore(self.workspace, self.path)
+        self._store: IndexStore | PgIndexStore
+        if self.workspace.is_local:
+            self.path: Path | None = self.workspace.index_dir / DB_NAME
+            """The SQLite database (``None``: the index is kept in PostgreSQL)."""
+            self._store = IndexStore(self.workspace, self.workspace.index_dir / DB_NAME)
+        else:  # the index is rows beside the files (memdir.index._postgres)
+            self.path = None
+            self._store = PgIndexStore(self.workspace)
         self._lock = self._store.lock
         if embedder is True:
             raise ConfigError("embedder=True is ambiguous: pass a name such as 'e5'")
@@ -96,14 +106,21 @@ class MemoryIndex:
                 f"(with name, dim, embed_documents and embed_query), not {type(embedder).__name__}"
             )
         self._embedder_arg: Embedder | bool | None = embedder
-        self._vectors = VectorStore(self.workspace.index_dir / VECTORS_DB)
-        self._settings = SearchSettings(self.workspace.index_dir / SETTINGS_NAME)
+        self._vectors: VectorStore | PgVectors
+        self._settings: SearchSettings | StoreSettings
+        if self.workspace.is_local:
+            self._vectors = VectorStore(self.workspace.index_dir / VECTORS_DB)
+            self._settings = SearchSettings(self.workspace.index_dir / SETTINGS_NAME)
+        else:
+            self._vectors = PgVectors(self.workspace)
+            self._settings = StoreSettings(self.workspace)
         self._dense: DenseIndex | None = None
         self._dense_name: str | None = None  # the workspace setting ``_dense`` was made for
         self._warned: set[str] = set()
 
     def __repr__(self) -> str:
-        return f"MemoryIndex({str(self.workspace.root)!r})"
+        where = self.workspace.root if self.workspace.is_local else self.workspace.describe()
+        return f"MemoryIndex({str(where)!r})"
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -226,13 +243,13 @@ class MemoryIndex:
             IndexError_: the database cannot be written.
         """
         rel = check_memory_path(self.workspace.relpath(rel))
-        root = self.workspace.root
+        source = source_of(self.workspace)
 
         def go(engine: Engine) -> int:
-            result = sync_one(self.workspace, engine, rel, tail=True, mark=offset)
+            result = sync_one(source, engine, rel, tail=True, mark=offset)
             if result.line is not None:
                 return result.line
-            snap = load_snapshot(root, rel)  # read whole anyway: count the lines before
+            snap = source.load(rel)  # read whole anyway: count the lines before
             if snap is None:
                 raise WorkspaceError(f"{rel} is gone")
             return 1 + snap.data.count(b"\n", 0, offset)

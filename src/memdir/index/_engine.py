@@ -152,8 +152,12 @@ class Engine(Protocol):
     def rows_from(self, rowid: int) -> int:
         """Number of units whose id is ``rowid`` or higher."""
 
-    def rowids(self, expression: str, limit: int) -> list[int]:
-        """Up to ``limit`` row ids matching an FTS5 expression, newest files first, unranked."""
+    def rowids(self, terms: Sequence[tuple[str, ...]], limit: int) -> list[int]:
+        """Up to ``limit`` ids of rows holding every term, newest files first, unranked.
+
+        A term is a phrase of folded, unstemmed tokens (:attr:`memdir.index._query.Term.tokens`):
+        its tokens, stemmed, in a row in that order and next to each other.
+        """
 
     def neighbors(self, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
         """The previous and next unit of the same file for each row id."""

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from memdir.index._pg_vectors import PgVectors
+
 __all__ = ["DENSE_WEIGHT", "FUSION_DEPTH", "RRF_K", "embed_pending", "fuse", "query_vector"]
 
 FUSION_DEPTH = 50
@@ -54,7 +56,7 @@ def query_vector(dense: DenseIndex, query: str) -> npt.NDArray[np.float32]:
 
 def embed_pending(
     dense: DenseIndex,
-    store: VectorStore,
+    store: VectorStore | PgVectors,
     run: Callable[[Callable[[Engine], dict[bytes, str]]], dict[bytes, str]],
     *,
     max_seconds: float | None,

@@ -69,11 +69,6 @@ class Term:
     count: int = 1
     part: str = ""
 
-    @property
-    def fts(self) -> str:
-        """The term as an FTS5 phrase string (tokens are word characters only)."""
-        return '"' + " ".join(self.tokens) + '"'
-
 
 def _bigrams(run: str) -> list[str]:
     if len(run) <= 2:

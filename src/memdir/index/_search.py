@@ -230,7 +230,7 @@ def _add_conjunctions(
         tried.add(size)
         group = by_rarity[:size]
         bonus = sum(gain for _, _, gain in group)
-        found = engine.rowids(" AND ".join(term.fts for term, _, _ in group), wanted)
+        found = engine.rowids([term.tokens for term, _, _ in group], wanted)
         for rowid in found:
             pre[rowid] = max(pre.get(rowid, 0.0), bonus)
         if len(found) >= wanted:
@@ -257,7 +257,7 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
     weighted: list[WeightedTerm] = []
     main: list[tuple[Term, int, float]] = []
     lists: list[tuple[list[int], float]] = []
-    found = [(term, ids) for term in active if (ids := engine.rowids(term.fts, per_term))]
+    found = [(term, ids) for term in active if (ids := engine.rowids([term.tokens], per_term))]
     dfs = _estimate_dfs(engine, [ids for _, ids in found], per_term, total)
     for (term, ids), df in zip(found, dfs, strict=True):
         wt = WeightedTerm(

@@ -169,8 +169,13 @@ class SqliteEngine(SqliteFiles):
         ).fetchone()[0]
         return int(later) + int(here)
 
-    def rowids(self, expression: str, limit: int) -> list[int]:
-        """Up to ``limit`` matching row ids, highest (newest files) first, unranked."""
+    def rowids(self, terms: Sequence[tuple[str, ...]], limit: int) -> list[int]:
+        """Up to ``limit`` row ids holding every term, highest (newest files) first, unranked.
+
+        Each term is an FTS5 phrase (its tokens are word characters only, so nothing of a
+        query's own syntax reaches FTS5); FTS5 stems them as it stemmed the rows.
+        """
+        expression = " AND ".join('"' + " ".join(tokens) + '"' for tokens in terms)
         rows = self._con.execute(
             "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?",
             (expression, limit),

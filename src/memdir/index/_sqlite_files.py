@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 from memdir.index._append import Chain, TailRead, TailState, fence_lines, line_start
+from memdir.index._diff import diff_units
 from memdir.index._engine import FileInfo, FileSnapshot, SyncResult
 from memdir.index._markdown import ParsedFile, Unit, ends_in_fence, parse_markdown
 from memdir.index._paths import digest, ledger_day
@@ -350,26 +351,16 @@ class SqliteFiles:
                 (lo | first, hi),
             )
         }
-        new = {lo | u.start: u for u in units}
-        gone: list[tuple[int, str]] = []
-        heads: list[tuple[int, int]] = []
-        for rowid, (end, head, content) in old.items():
-            unit = new.get(rowid)
-            if force or unit is None or unit.end != end or unit.content != content:
-                gone.append((rowid, content))
-            elif unit.head != head:
-                heads.append((unit.head, rowid))
-        dropped = {rowid for rowid, _ in gone}
-        fresh = [u for rowid, u in new.items() if rowid not in old or rowid in dropped]
-        if gone:
+        diff = diff_units(old, {lo | u.start: u for u in units}, force=force)
+        if diff.gone:
             con.executemany(
                 "INSERT INTO fts(fts, rowid, body) VALUES ('delete', ?, ?)",
-                [(rowid, index_body(content)) for rowid, content in gone],
+                [(rowid, index_body(content)) for rowid, content in diff.gone],
             )
-            con.executemany("DELETE FROM units WHERE id = ?", [(rowid,) for rowid in dropped])
-        if heads:
-            con.executemany("UPDATE units SET head = ? WHERE id = ?", heads)
-        return self._insert_new(file_id, fresh), len(old)
+            con.executemany("DELETE FROM units WHERE id = ?", [(rowid,) for rowid, _ in diff.gone])
+        if diff.heads:
+            con.executemany("UPDATE units SET head = ? WHERE id = ?", diff.heads)
+        return self._insert_new(file_id, diff.fresh), len(old)
 
     def _write_headings(self, file_id: int, headings: dict[int, str], first: int = 1) -> None:
         """Make the headings from line ``first`` on equal ``headings``."""

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from memdir.embeddings import Embedder
+    from memdir.index._pg_vectors import PgVectors
 
 __all__ = ["VECTORS_DB", "DenseIndex", "VectorStore", "unit_key"]
 
@@ -325,7 +326,7 @@ class DenseIndex:
     and new ones were stored since. Units without a vector yet are simply not candidates.
     """
 
-    def __init__(self, store: VectorStore, embedder: Embedder) -> None:
+    def __init__(self, store: VectorStore | PgVectors, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
         self._files: dict[int, _FileVectors] = {}

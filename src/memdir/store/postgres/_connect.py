@@ -74,6 +74,8 @@ class Database:
         self.shown = redact_url(url)
         self._psycopg = psycopg
         conninfo = urlunsplit(parts._replace(query=urlencode(params)))
+        self.conninfo = conninfo
+        """The libpq connection string (memdir's own parameters removed)."""
         self._pool = ConnectionPool(
             conninfo,
             min_size=1,

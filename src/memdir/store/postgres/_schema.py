@@ -56,6 +56,57 @@ MIGRATIONS: Final[dict[int, list[str]]] = {
             PRIMARY KEY (ns, name)
         )""",
     ],
+    # The search index (memdir.index._postgres): derived from the files, rebuilt by
+    # `memdir index --full`. Row ids are file id << 24 | line, as in the SQLite index.
+    2: [
+        "CREATE SEQUENCE {s}.index_file_ids",
+        "CREATE SEQUENCE {s}.index_stamps",
+        """CREATE TABLE {s}.index_files (
+            ns text NOT NULL,
+            id bigint NOT NULL DEFAULT nextval('{s}.index_file_ids') PRIMARY KEY,
+            path text NOT NULL,
+            mtime_ns bigint NOT NULL,
+            size bigint NOT NULL,
+            digest bytea NOT NULL,
+            day int,
+            archived boolean NOT NULL,
+            curated boolean NOT NULL,
+            units int NOT NULL DEFAULT 0,
+            words bigint NOT NULL DEFAULT 0,
+            stamp bigint NOT NULL DEFAULT nextval('{s}.index_stamps'),
+            UNIQUE (ns, path)
+        )""",
+        "CREATE INDEX index_files_stamp ON {s}.index_files (ns, stamp)",
+        """CREATE TABLE {s}.index_units (
+            ns text NOT NULL,
+            id bigint NOT NULL,
+            line_end int NOT NULL,
+            head int NOT NULL,
+            words int NOT NULL,
+            content text NOT NULL,
+            terms tsvector NOT NULL,
+            PRIMARY KEY (ns, id)
+        )""",
+        "CREATE INDEX index_units_terms ON {s}.index_units USING gin (terms)",
+        """CREATE TABLE {s}.index_headings (
+            ns text NOT NULL,
+            id bigint NOT NULL,
+            text text NOT NULL,
+            PRIMARY KEY (ns, id)
+        )""",
+        """CREATE TABLE {s}.index_settings (
+            ns text NOT NULL,
+            name text NOT NULL,
+            value text NOT NULL,
+            PRIMARY KEY (ns, name)
+        )""",
+        """CREATE TABLE {s}.index_vectors (
+            ns text NOT NULL,
+            key bytea NOT NULL,
+            data bytea NOT NULL,
+            PRIMARY KEY (ns, key)
+        )""",
+    ],
 }
 SCHEMA_VERSION: Final = max(MIGRATIONS)
 
