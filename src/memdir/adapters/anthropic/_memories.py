@@ -8,20 +8,19 @@ that masked a secret says so, a write the index could not follow says search wil
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import logging
 import os
 import sqlite3
-import stat
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import PurePosixPath
+from typing import Literal, TypeAlias
 
 from memdir.adapters.anthropic._paths import ROOT, MemoryToolError, Target, escaped, parse_path
 from memdir.errors import MemdirError, WorkspaceError
 from memdir.memory._history import save_version
 from memdir.redact import Redactor
-from memdir.store.workspace import Workspace
+from memdir.store._safeopen import PathRefused
+from memdir.store.workspace import HISTORY_DIR, MEMORY_AREA, MEMORY_MD, Workspace
 from memdir.tools._core import add_memory, masked_note, shared_index
 
 __all__ = ["WorkspaceMemories"]
@@ -32,6 +31,10 @@ _MAX_LINES = 999_999
 _WIDTH = len(str(_MAX_LINES))
 _HISTORY_VERSIONS = 20
 _LOCK = "memory-tool"
+
+Kind: TypeAlias = Literal["file", "dir", "special"]
+"""What is at a ``/memories`` path: a file, a directory, or something that is neither (a FIFO,
+a socket, a device)."""
 
 
 def _size(n: int) -> str:
@@ -59,24 +62,27 @@ class WorkspaceMemories:
 
     Every method returns the text for the model or raises :class:`MemoryToolError`.
 
+    Every file is reached through the workspace's operations, so ``/memories`` is the same
+    on a directory and in PostgreSQL. On disk, a symlink is followed only to ``MEMORY.md`` or
+    into ``memory/`` (the store's memory area); any other is refused, and not listed.
+
     Args:
         workspace: the workspace (or its path).
         redactor: masks secrets in what a write adds (default :class:`memdir.redact.Redactor`).
+        namespace: the caller's namespace in the workspace.
     """
 
     def __init__(
-        self, workspace: Workspace | str | os.PathLike[str] | None, *, redactor: Redactor | None
+        self,
+        workspace: Workspace | str | os.PathLike[str] | None,
+        *,
+        redactor: Redactor | None,
+        namespace: str | None = None,
     ) -> None:
-        self.workspace = Workspace.coerce(workspace)
+        self.workspace = Workspace.coerce(workspace, namespace)
         self.redactor = redactor if redactor is not None else Redactor()
 
     # -- reading -------------------------------------------------------------------------------
-
-    def _abs(self, target: Target) -> Path:
-        try:
-            return self.workspace.path(target.rel)
-        except WorkspaceError as exc:
-            raise self._refused(target, exc) from None
 
     @staticmethod
     def _refused(target: Target, exc: WorkspaceError) -> MemoryToolError:
@@ -93,43 +99,54 @@ class WorkspaceMemories:
             raise self._refused(target, exc) from None
         return data.decode("utf-8", errors="replace")
 
-    def _kind_on_disk(self, target: Target) -> int | None:
-        """``st_mode`` of the target (``None``: missing); a symlink must stay in the memory."""
-        path = self._abs(target)
+    def _kind(self, target: Target) -> Kind | None:
+        """What is at the target (``None``: nothing); a symlink must stay in the memory."""
         try:
-            mode = path.stat().st_mode
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as exc:
-            raise MemoryToolError(
-                f"{escaped(target.path)} cannot be opened: {exc.strerror}"
-            ) from None
-        if path.is_symlink() and not self._inside(path):
-            raise MemoryToolError(f"Path would escape {ROOT} directory via symlink")
-        return mode
+            found = self.workspace.stat(target.rel, area=MEMORY_AREA)
+        except PathRefused as exc:
+            if exc.reason == "directory":
+                return "dir"
+            if exc.reason == "special":
+                return "special"
+            raise self._refused(target, exc) from None
+        except WorkspaceError as exc:
+            raise self._refused(target, exc) from None
+        if found is not None:
+            return "file"
+        # A store without directories (PostgreSQL) has one wherever a file lies below it.
+        return "dir" if self._entries(target.rel) else None
 
-    def _inside(self, path: Path) -> bool:
-        """Whether ``path``, links resolved, is MEMORY.md or lies in memory/."""
+    def _entries(self, rel_dir: str) -> list[tuple[str, bool, int]]:
+        """``(name, is_dir, size)`` of what ``rel_dir`` holds, by name, hidden items left out.
+
+        A link or a special file is listed only if it reads as a file within the memory.
+        """
         try:
-            real = path.resolve(strict=True)
-            memory_dir = self.workspace.memory_dir.resolve(strict=True)
-        except (OSError, RuntimeError):
-            return False
-        if real == memory_dir or memory_dir in real.parents:
-            return True
-        with contextlib.suppress(OSError, RuntimeError):
-            return real == self.workspace.memory_md.resolve(strict=True)
-        return False
+            listing = self.workspace.listdir(rel_dir)
+        except WorkspaceError:
+            return []
+        return [
+            (e.name, e.kind == "dir", e.stat.size if e.stat is not None else 0)
+            for e in listing
+            if not e.name.startswith(".")
+        ]
+
+    def _size_below(self, rel_dir: str) -> int:
+        """The bytes of the files in ``rel_dir`` and below it (hidden items left out)."""
+        return sum(
+            size if not is_dir else self._size_below(f"{rel_dir}/{name}")
+            for name, is_dir, size in self._entries(rel_dir)
+        )
 
     def view(self, path: object, view_range: object = None) -> str:
         """A directory listing two levels deep, or a file with numbered lines."""
         target = parse_path(path)
         if target.kind == "root":
             return self._view_dir(target, root=True)
-        mode = self._kind_on_disk(target)
-        if mode is None:
+        kind = self._kind(target)
+        if kind is None:
             raise _missing(target)
-        if stat.S_ISDIR(mode):
+        if kind == "dir":
             return self._view_dir(target, root=False)
         lines = self._read(target).split("\n")
         if len(lines) > _MAX_LINES:
@@ -151,52 +168,39 @@ class WorkspaceMemories:
         return head + _numbered(lines, first)
 
     def _view_dir(self, target: Target, *, root: bool) -> str:
-        base = self._abs(target)
+        """The listing two levels deep; a directory's size is that of the files below it."""
         shown = target.path.rstrip("/") or ROOT
-        entries: list[tuple[str, str]] = []
+        entries: list[tuple[str, int]] = []
         if root:
-            memory_md = self.workspace.memory_md
-            with contextlib.suppress(OSError):
-                if memory_md.is_file():
-                    entries.append(("MEMORY.md", _size(memory_md.stat().st_size)))
-        self._collect(base, "", 1, entries)
+            try:
+                memory_md = self.workspace.stat(MEMORY_MD, area=MEMORY_AREA)
+            except WorkspaceError:  # a link out of the memory, a directory...: not listed
+                memory_md = None
+            if memory_md is not None:
+                entries.append((MEMORY_MD, memory_md.size))
+        self._collect(target.rel, "", 1, entries)
         if root:
             entries.sort(key=lambda e: e[0].split("/")[0].rstrip("/"))
-        try:
-            own = _size(base.lstat().st_size)
-        except OSError:
-            own = "0B"
-        lines = [f"{own}\t{shown}", *(f"{size}\t{shown}/{rel}" for rel, size in entries)]
+        own = sum(size for rel, size in entries if "/" not in rel.rstrip("/"))
+        lines = [
+            f"{_size(own)}\t{shown}",
+            *(f"{_size(size)}\t{shown}/{rel}" for rel, size in entries),
+        ]
         header = (
             f"Here're the files and directories up to 2 levels deep in {escaped(shown)}, "
             "excluding hidden items:"
         )
         return header + "\n" + "\n".join(lines)
 
-    def _collect(
-        self, directory: Path, prefix: str, depth: int, out: list[tuple[str, str]]
-    ) -> None:
-        try:
-            names = sorted(entry.name for entry in directory.iterdir())
-        except OSError:
-            return
-        for name in names:
-            if name.startswith("."):
-                continue
-            item = directory / name
+    def _collect(self, rel_dir: str, prefix: str, depth: int, out: list[tuple[str, int]]) -> None:
+        for name, is_dir, size in self._entries(rel_dir):
             rel = f"{prefix}{name}"
-            try:
-                if item.is_symlink() and not self._inside(item):
-                    continue  # a link out of memory/ is not part of /memories
-                st = item.stat()
-            except (OSError, RuntimeError):
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                out.append((rel + "/", _size(st.st_size)))
+            if is_dir:
+                out.append((rel + "/", self._size_below(f"{rel_dir}/{name}")))
                 if depth < 2:
-                    self._collect(item, rel + "/", depth + 1, out)
-            elif stat.S_ISREG(st.st_mode):
-                out.append((rel, _size(st.st_size)))
+                    self._collect(f"{rel_dir}/{name}", rel + "/", depth + 1, out)
+            else:
+                out.append((rel, size))
 
     # -- the write rules -----------------------------------------------------------------------
 
@@ -265,10 +269,10 @@ class WorkspaceMemories:
             raise self._refused(target, exc) from None
 
     def _existing_file(self, target: Target) -> str:
-        mode = self._kind_on_disk(target)
-        if mode is None:
+        kind = self._kind(target)
+        if kind is None:
             raise _missing(target)
-        if not stat.S_ISREG(mode):
+        if kind != "file":
             raise MemoryToolError(f"The path {escaped(target.path)} is not a file.")
         return self._read(target)
 
@@ -281,7 +285,7 @@ class WorkspaceMemories:
         text = _text(file_text, "file_text")
         shown = escaped(target.path)
         if target.kind == "ledger":
-            if self._kind_on_disk(target) is not None:
+            if self._kind(target) is not None:
                 raise MemoryToolError(f"File {shown} already exists")
             return self._append_ledger(target, text, f"File created successfully at: {shown}")
         text, masked = self._mask(text)
@@ -386,19 +390,17 @@ class WorkspaceMemories:
         self._check_writable(target, "delete")
         shown = escaped(target.path)
         with self.workspace.lock(_LOCK):
-            mode = self._kind_on_disk(target)
-            if mode is None:
+            kind = self._kind(target)
+            if kind is None:
                 raise MemoryToolError(f"The path {shown} does not exist")
-            if not stat.S_ISREG(mode):
+            if kind != "file":
                 raise MemoryToolError(f"The path {shown} is not a file.")
-            source = self._abs(target)
             stamp = self.workspace.utc_now().strftime("%Y%m%dT%H%M%S.%fZ")
-            kept = self.workspace.history_dir / "deleted" / f"{source.stem}.{stamp}.md"
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.replace(source, kept)
-            except FileNotFoundError:
-                raise MemoryToolError(f"The path {shown} does not exist") from None
+            stem = PurePosixPath(target.rel).stem
+            kept = f"{HISTORY_DIR}/deleted/{stem}.{stamp}.md"
+            # Kept first, removed after: a failure in between leaves both, never neither.
+            if not self._move(target, kept):
+                raise MemoryToolError(f"The path {shown} does not exist")
         return self._reindexed(target, f"Successfully deleted {shown}")
 
     def rename(self, old_path: object, new_path: object) -> str:
@@ -416,27 +418,40 @@ class WorkspaceMemories:
         self._check_writable(dest, "rename")
         old_shown, new_shown = escaped(source.path), escaped(dest.path)
         with self.workspace.lock(_LOCK):
-            if self._kind_on_disk(dest) is not None:
+            if self._kind(dest) is not None:
                 raise MemoryToolError(f"The destination {new_shown} already exists")
-            if self._kind_on_disk(source) is None:
+            kind = self._kind(source)
+            if kind is None:
                 raise MemoryToolError(f"The path {old_shown} does not exist")
-            _move_no_replace(self._abs(source), self._abs(dest), new_shown)
+            if kind != "file":
+                raise MemoryToolError(f"The path {old_shown} is not a file.")
+            if not self._move(source, dest.rel, taken=new_shown):
+                raise MemoryToolError(f"The path {old_shown} does not exist")
         self._reindexed(source, "")
         return self._reindexed(dest, f"Successfully renamed {old_shown} to {new_shown}")
 
-
-def _move_no_replace(source: Path, dest: Path, shown: str) -> None:
-    """Move ``source`` to ``dest`` without ever replacing a file that appeared meanwhile."""
-    try:
-        os.link(source, dest, follow_symlinks=False)
-    except FileExistsError:
-        raise MemoryToolError(f"The destination {shown} already exists") from None
-    except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EMLINK):
-            raise
-        Path(source).rename(dest)  # no hard links here; the destination was checked under the lock
-        return
-    Path(source).unlink()
+    def _move(self, source: Target, dest_rel: str, *, taken: str | None = None) -> bool:
+        """Move the file to ``dest_rel`` without ever replacing a file there; whether the
+        source was there. The copy is made whole before the source is removed, so a failure
+        in between leaves both (nothing is lost)."""
+        try:
+            data = self.workspace.read_bytes(source.rel)
+        except FileNotFoundError:
+            return False
+        except WorkspaceError as exc:
+            raise self._refused(source, exc) from None
+        try:
+            created = self.workspace.create_text(dest_rel, data)
+        except WorkspaceError as exc:
+            raise MemoryToolError(str(exc)) from None
+        if not created:
+            shown = taken if taken is not None else escaped(dest_rel)
+            raise MemoryToolError(f"The destination {shown} already exists")
+        try:
+            self.workspace.delete(source.rel)
+        except WorkspaceError as exc:
+            raise self._refused(source, exc) from None
+        return True
 
 
 def _lines(content: str) -> list[str]:

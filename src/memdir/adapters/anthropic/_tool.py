@@ -92,6 +92,7 @@ class MemdirMemoryTool(_SyncBase):
         workspace: the workspace (or its path; default: the configured one).
         redactor: secret masking for writes (default :class:`memdir.redact.Redactor`).
         cache_control: added to the tool parameter (``{"type": "ephemeral"}``).
+        namespace: the caller's namespace in the workspace.
 
     Example::
 
@@ -109,8 +110,9 @@ class MemdirMemoryTool(_SyncBase):
         *,
         redactor: Redactor | None = None,
         cache_control: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
     ) -> None:
-        self.memories = WorkspaceMemories(workspace, redactor=redactor)
+        self.memories = WorkspaceMemories(workspace, redactor=redactor, namespace=namespace)
         self.workspace = self.memories.workspace
         self._cache_control = dict(cache_control) if cache_control is not None else None
 
@@ -212,8 +214,11 @@ class AsyncMemdirMemoryTool(_AsyncBase):
         *,
         redactor: Redactor | None = None,
         cache_control: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
     ) -> None:
-        self.sync = MemdirMemoryTool(workspace, redactor=redactor, cache_control=cache_control)
+        self.sync = MemdirMemoryTool(
+            workspace, redactor=redactor, cache_control=cache_control, namespace=namespace
+        )
         self.workspace = self.sync.workspace
 
     def to_dict(self) -> dict[str, Any]:
