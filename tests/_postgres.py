@@ -53,10 +53,27 @@ def _free_port() -> int:
 
 
 class Server:
-    """A PostgreSQL server started from ``bindir`` in a temporary data directory."""
+    """A PostgreSQL server started from ``bindir`` in a temporary data directory.
 
-    def __init__(self, bindir: Path) -> None:
+    ``netns`` runs it in that network namespace, listening on ``listen`` and trusting the
+    clients of the network ``clients`` (for example ``10.0.0.0/8``); by default it listens on
+    loopback only. ``options`` are more ``postgres`` options (``-c fsync=on``: the last wins).
+    """
+
+    def __init__(
+        self,
+        bindir: Path,
+        *,
+        netns: str | None = None,
+        listen: str = "127.0.0.1",
+        clients: str | None = None,
+        options: str = "",
+    ) -> None:
         self.bindir = bindir
+        self.netns = netns
+        self.listen = listen
+        self.clients = clients
+        self.options = options
         self.top = Path(tempfile.mkdtemp(prefix="memdir-pg-"))
         self.port = _free_port()
         self.user = _run_as()
@@ -66,7 +83,8 @@ class Server:
             os.chown(self.top, info.pw_uid, info.pw_gid)
 
     def _cmd(self, *args: str) -> list[str]:
-        return ["runuser", "-u", self.user, "--", *args] if self.user else list(args)
+        inside = ["ip", "netns", "exec", self.netns] if self.netns else []
+        return inside + (["runuser", "-u", self.user, "--", *args] if self.user else list(args))
 
     def start(self) -> str:
         data = self.top / "data"
@@ -77,7 +95,11 @@ class Server:
             ),
             check=True, capture_output=True, timeout=300,
         )  # fmt: skip
-        options = f"-p {self.port} -k {self.top} -c listen_addresses=127.0.0.1 -c fsync=off"
+        if self.clients:
+            with (data / "pg_hba.conf").open("a", encoding="utf-8") as hba:
+                hba.write(f"host all all {self.clients} trust\n")
+        options = f"-p {self.port} -k {self.top} -c listen_addresses={self.listen} -c fsync=off"
+        options = f"{options} {self.options}".strip()
         subprocess.run(
             self._cmd(
                 str(self.bindir / "pg_ctl"), "-D", str(data), "-o", options,
@@ -85,7 +107,7 @@ class Server:
             ),
             check=True, capture_output=True, timeout=120,
         )  # fmt: skip
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        return f"postgresql://postgres@{self.listen.split(',')[0]}:{self.port}/postgres"
 
     def stop(self) -> None:
         with contextlib.suppress(Exception):
