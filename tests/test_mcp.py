@@ -26,6 +26,7 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "workspace"
 TIMEOUT = 60
+SESSION_TOOLS = ("session_search", "session_list", "session_history")
 
 
 @pytest.fixture(autouse=True)
@@ -49,7 +50,7 @@ async def test_in_memory_client_sees_the_tools_and_their_schemas(sample: Workspa
     with anyio.fail_after(TIMEOUT):
         async with Client(create_server(sample)) as client:
             listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(listed) == {"memory_search", "memory_get", "memory_add"}
+    assert set(listed) == {"memory_search", "memory_get", "memory_add", *SESSION_TOOLS}
     for name, tool in listed.items():
         assert tool.description == TOOL_DESCRIPTIONS[name]
         ours = TOOL_SCHEMAS[name]
@@ -127,7 +128,7 @@ async def test_read_only_server_has_no_add(sample: Workspace) -> None:
     with anyio.fail_after(TIMEOUT):
         async with Client(create_server(sample, read_only=True)) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
-    assert names == {"memory_search", "memory_get"}
+    assert names == {"memory_search", "memory_get", *SESSION_TOOLS}
 
 
 async def test_memdir_mcp_over_stdio(sample: Workspace) -> None:
@@ -140,7 +141,7 @@ async def test_memdir_mcp_over_stdio(sample: Workspace) -> None:
         async with Client(params, read_timeout_seconds=TIMEOUT) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
             found = await client.call_tool("memory_search", {"query": "Moganshan offsite"})
-    assert names == {"memory_search", "memory_get", "memory_add"}
+    assert names == {"memory_search", "memory_get", "memory_add", *SESSION_TOOLS}
     assert not found.is_error
     assert text_of(found).startswith('2 results for "Moganshan offsite"')
     assert "memory/2026-11-24.md#L2-L2" in text_of(found)

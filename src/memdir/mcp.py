@@ -20,7 +20,16 @@ from typing import Annotated, Any, Literal
 
 from memdir.errors import ConfigError
 from memdir.store.workspace import Workspace
-from memdir.tools import TOOL_DESCRIPTIONS, TOOL_SCHEMAS, memory_add, memory_get, memory_search
+from memdir.tools import (
+    TOOL_DESCRIPTIONS,
+    TOOL_SCHEMAS,
+    memory_add,
+    memory_get,
+    memory_search,
+    session_history,
+    session_list,
+    session_search,
+)
 
 __all__ = ["INSTALL_HINT", "SERVER_NAME", "create_server", "serve"]
 
@@ -32,12 +41,23 @@ INSTRUCTIONS = (
     "Long-term memory kept as Markdown files: MEMORY.md (curated) and daily notes under "
     "memory/. Search it with memory_search before answering questions about earlier work, "
     "decisions, people, dates or preferences; read around a hit with memory_get; save durable "
-    "facts with memory_add. Cite what you use as path#Lstart-Lend."
+    "facts with memory_add. Cite what you use as path#Lstart-Lend. Earlier conversations are "
+    "kept word for word: session_search finds what was said there, session_list lists them "
+    "and session_history reads one."
 )
 _DEFAULT_MAX_RESULTS = TOOL_SCHEMAS["memory_search"]["properties"]["max_results"]["default"]
 _DEFAULT_START_LINE = TOOL_SCHEMAS["memory_get"]["properties"]["start_line"]["default"]
 _DEFAULT_NUM_LINES = TOOL_SCHEMAS["memory_get"]["properties"]["num_lines"]["default"]
-_READ_ONLY = {"memory_search": True, "memory_get": True, "memory_add": False}
+_DEFAULT_SESSION_RESULTS = TOOL_SCHEMAS["session_search"]["properties"]["max_results"]["default"]
+_DEFAULT_LAST_N = TOOL_SCHEMAS["session_history"]["properties"]["last_n"]["default"]
+_READ_ONLY = {
+    "memory_search": True,
+    "memory_get": True,
+    "memory_add": False,
+    "session_search": True,
+    "session_list": True,
+    "session_history": True,
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,7 +107,7 @@ def create_server(
         workspace: the workspace the tools read and write (default: the configured one).
         namespace: serve this namespace of the workspace (one user's memory); default: the
             workspace's own.
-        read_only: expose ``memory_search`` and ``memory_get`` only.
+        read_only: expose the tools that only read (all but ``memory_add``).
 
     Returns:
         The SDK's server object (``MCPServer`` or ``FastMCP``); call ``run()`` on it, or hand
@@ -139,13 +159,41 @@ def create_server(
     def add(text: Annotated[Any, arg("memory_add", "text")] = None) -> str:
         return checked(memory_add(given("text", text), workspace=ws))
 
+    def search_sessions(
+        query: Annotated[Any, arg("session_search", "query")] = None,
+        max_results: Annotated[
+            Any, arg("session_search", "max_results")
+        ] = _DEFAULT_SESSION_RESULTS,
+        session_id: Annotated[Any, arg("session_search", "session_id")] = None,
+    ) -> str:
+        return checked(session_search(given("query", query), max_results, session_id, workspace=ws))
+
+    def list_sessions() -> str:
+        return checked(session_list(workspace=ws))
+
+    def history(
+        session_id: Annotated[Any, arg("session_history", "session_id")] = None,
+        last_n: Annotated[Any, arg("session_history", "last_n")] = _DEFAULT_LAST_N,
+        start: Annotated[Any, arg("session_history", "start")] = None,
+    ) -> str:
+        return checked(
+            session_history(given("session_id", session_id), last_n, start, workspace=ws)
+        )
+
     options: dict[str, Any] = {}
     if "version" in inspect.signature(sdk.server_class).parameters:  # v1 takes no version
         options["version"] = __version__
     server = sdk.server_class(
         name=SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING", **options
     )
-    wrappers = {"memory_search": search, "memory_get": get, "memory_add": add}
+    wrappers = {
+        "memory_search": search,
+        "memory_get": get,
+        "memory_add": add,
+        "session_search": search_sessions,
+        "session_list": list_sessions,
+        "session_history": history,
+    }
     for name, fn in wrappers.items():
         if read_only and not _READ_ONLY[name]:
             continue
@@ -200,7 +248,7 @@ def serve(
             at ``http://HOST:PORT/mcp``; there is no authentication, so keep it on loopback).
         host: interface to listen on for ``http``.
         port: port to listen on for ``http``.
-        read_only: expose ``memory_search`` and ``memory_get`` only.
+        read_only: expose the tools that only read (all but ``memory_add``).
 
     Raises:
         ConfigError: the ``mcp`` package is not installed, or the transport, host or port is

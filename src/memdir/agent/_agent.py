@@ -125,7 +125,8 @@ class HarnessAgent:
         session_id: the default session (``call(..., session_id=...)`` picks another).
         max_iters: model calls with tools per ``call()``; one more, without tools, forces a
             final answer.
-        memory_tools: offer ``memory_search``, ``memory_get`` and ``memory_add``.
+        memory_tools: offer ``memory_search``, ``memory_get`` and ``memory_add``, and the
+            past-session tools ``session_search``, ``session_list`` and ``session_history``.
         file_tools: offer ``read_file``, ``write_file``, ``edit_file`` and ``list_files``.
         workspace_context: inject the date, the memory guidance, AGENTS.md and MEMORY.md into
             the system prompt (``False`` turns all of it off).

@@ -62,6 +62,9 @@ def _guidance(memory_tools: bool, auto_memory: bool) -> str:
             "lines you need. Do not guess what memory might say.",
             "- When you use a remembered fact, cite it as Source: <path#line>, for example "
             "Source: MEMORY.md#L12 or Source: memory/2026-01-05.md#L3.",
+            "- Messages of earlier conversations (and of this one, once compacted) are kept "
+            "word for word: when memory has no answer about something said or done before, "
+            "call session_search, then session_history to read around a hit.",
             "- To remember something durable (a decision, preference, name, date or outcome), "
             "call memory_add. Never write MEMORY.md or memory/ with file tools: the memory "
             "pipeline maintains them.",

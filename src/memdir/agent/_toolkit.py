@@ -360,13 +360,14 @@ def _json_type(hint: object, tool: str, param: str) -> dict[str, Any]:
 
 
 def builtin_tools(*, memory: bool, files: bool) -> list[Tool]:
-    """The memory tools (:mod:`memdir.tools`, same schemas as the MCP server) and file tools."""
+    """The memory and past-session tools (:mod:`memdir.tools`, same schemas as the MCP
+    server) and file tools."""
     from memdir.agent._file_tools import FILE_TOOLS
-    from memdir.tools import TOOL_DESCRIPTIONS, TOOL_FUNCTIONS, TOOL_SCHEMAS
+    from memdir.tools import ALL_TOOL_FUNCTIONS, TOOL_DESCRIPTIONS, TOOL_SCHEMAS
 
     out: list[Tool] = []
     if memory:
-        for name, fn in TOOL_FUNCTIONS.items():
+        for name, fn in ALL_TOOL_FUNCTIONS.items():
             out.append(
                 tool_from_function(
                     fn,

@@ -96,8 +96,10 @@ def _register() -> None:
     cli.add_command(ingest_cmd)
     cli.add_command(chat_cmd)
     from memdir.cli._namespace_cmds import namespaces_cmd
+    from memdir.cli._sessions_cmds import sessions_cmd
 
     cli.add_command(namespaces_cmd)
+    cli.add_command(sessions_cmd)
     from memdir.cli import _transfer_cmds
 
     for command in _transfer_cmds.COMMANDS:

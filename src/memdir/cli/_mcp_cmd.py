@@ -25,7 +25,9 @@ from memdir.cli._common import EXIT_HELP, CliState, info, pass_state
 @click.option(
     "--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port for http."
 )
-@click.option("--read-only", is_flag=True, help="Expose memory_search and memory_get only.")
+@click.option(
+    "--read-only", is_flag=True, help="Expose only the tools that read (all but memory_add)."
+)
 @pass_state
 def mcp_cmd(
     state: CliState,
@@ -34,7 +36,8 @@ def mcp_cmd(
     port: int,
     read_only: bool,
 ) -> None:
-    """Run an MCP server exposing memory_search, memory_get and memory_add.
+    """Run an MCP server exposing memory_search, memory_get and memory_add, and
+    session_search, session_list and session_history over the past sessions.
 
     Needs the optional 'mcp' package (pip install 'memdir[mcp]'). Logs go to stderr; on
     stdio, stdout carries the protocol. See docs/mcp.md for client setup.

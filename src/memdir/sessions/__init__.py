@@ -45,10 +45,17 @@ __all__ = [
     "LogReadResult",
     "LogRecord",
     "LogSpan",
+    "SessionHit",
+    "SessionIndex",
+    "SessionInfo",
     "SessionLog",
+    "close_session_indexes",
     "fsync_dir",
+    "list_session_infos",
     "list_sessions",
     "locked_append",
+    "search_sessions",
+    "shared_session_index",
     "validate_session_id",
 ]
 
@@ -383,3 +390,14 @@ def list_sessions(workspace: Workspace) -> list[str]:
             if _SESSION_ID.fullmatch(session_id):
                 found.append(session_id)
     return sorted(found)
+
+
+# Search over the logs (after the names above: the index modules import them back).
+from memdir.sessions._catalog import SessionIndex, SessionInfo  # noqa: E402
+from memdir.sessions._search import (  # noqa: E402
+    SessionHit,
+    close_session_indexes,
+    list_session_infos,
+    search_sessions,
+    shared_session_index,
+)

@@ -76,7 +76,7 @@ def parse_record(raw: bytes, number: int) -> tuple[LogRecord | None, str]:
     except MemdirError as exc:
         return None, f"bad message: {exc}"
     offloaded_at: datetime | None = None
-    with contextlib.suppress(TypeError, ValueError):
+    with contextlib.suppress(KeyError, TypeError, ValueError):  # missing or not a time
         offloaded_at = datetime.fromisoformat(data["offloaded_at"])
     session = data.get("session")
     return LogRecord(

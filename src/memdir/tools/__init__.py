@@ -14,16 +14,12 @@ Example::
 
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
-import os
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeAlias
+from typing import TYPE_CHECKING, Any, Final
 
-from memdir.errors import MemdirError
-from memdir.store.workspace import Workspace
+from memdir.errors import ToolInputError
 from memdir.tools._core import (
     MAX_ADD_CHARS,
     MAX_PATH_CHARS,
@@ -38,15 +34,29 @@ from memdir.tools._core import (
     read_memory,
     shared_index,
 )
+from memdir.tools._guard import WorkspaceArg, clip, lines_within, one_line, tool, workspace_of
+from memdir.tools._sessions import (
+    SESSION_TOOL_FUNCTIONS,
+    SESSION_TOOL_SCHEMAS,
+    find_in_sessions,
+    format_session_hits,
+    session_history,
+    session_hit_line,
+    session_list,
+    session_search,
+)
 
 if TYPE_CHECKING:
     from memdir.index import SearchHit
+    from memdir.sessions import SessionHit
 
 __all__ = [
+    "ALL_TOOL_FUNCTIONS",
     "GET_CHAR_CAP",
     "GET_MAX_LINES",
     "MAX_RESULTS_CAP",
     "SEARCH_CHAR_CAP",
+    "SESSION_TOOL_FUNCTIONS",
     "TOOL_DESCRIPTIONS",
     "TOOL_FUNCTIONS",
     "TOOL_SCHEMAS",
@@ -54,14 +64,18 @@ __all__ = [
     "close_shared_indexes",
     "format_excerpt",
     "format_hits",
+    "format_mixed",
+    "format_session_hits",
+    "hit_line",
     "memory_add",
     "memory_get",
     "memory_search",
+    "session_history",
+    "session_list",
+    "session_search",
 ]
 
 logger = logging.getLogger("memdir.tools")
-_P = ParamSpec("_P")
-WorkspaceArg: TypeAlias = Workspace | str | os.PathLike[str] | None
 
 MAX_RESULTS_CAP: Final = 50
 """``memory_search`` returns at most this many hits; larger ``max_results`` are lowered."""
@@ -76,73 +90,80 @@ GET_CHAR_CAP: Final = 12_000
 GET_LINE_CHAR_CAP: Final = 2_000
 """Characters of one line in ``memory_get`` output; longer lines are clipped."""
 DEFAULT_NUM_LINES: Final = 50
-_FOOTER_RESERVE = 120
 
 
-def _tool(fn: Callable[_P, str]) -> Callable[_P, str]:
-    """Turn every failure into ``Error: ...`` text: a tool must never raise into the loop."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> str:
-        try:
-            return fn(*args, **kwargs)
-        except MemdirError as exc:
-            return f"Error: {exc}"
-        except (sqlite3.Error, OSError) as exc:
-            logger.warning("%s failed: %s", fn.__name__, type(exc).__name__)
-            return (
-                f"Error: the memory store could not be read ({type(exc).__name__}: {exc}); "
-                "try again later"
-            )
-        except Exception as exc:
-            logger.exception("%s failed unexpectedly", fn.__name__)
-            return f"Error: {fn.__name__} failed unexpectedly ({type(exc).__name__}); try again"
-
-    return wrapper
-
-
-def _workspace(workspace: WorkspaceArg, namespace: str | None = None) -> Workspace:
-    return Workspace.coerce(workspace, namespace)
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+def hit_line(hit: SearchHit) -> str:
+    """One memory hit as ``path#Lstart-Lend [section]: text``."""
+    context = [label for label in ("archived" if hit.archived else None, hit.heading) if label]
+    where = f" [{clip(one_line(' · '.join(context)), 60)}]" if context else ""
+    return (
+        f"{hit.path}#L{hit.line_number}-L{hit.line_end}{where}: "
+        f"{clip(one_line(hit.content), HIT_CHAR_CAP)}"
+    )
 
 
 def format_hits(query: str, hits: Sequence[SearchHit], *, char_cap: int = SEARCH_CHAR_CAP) -> str:
     """Render search hits as citable lines, best first, within ``char_cap`` characters."""
-    shown_query = _clip(_one_line(query), 80)
+    shown_query = clip(one_line(query), 80)
     if not hits:
         return (
             f'No memories matched "{shown_query}". Try fewer or different keywords, a synonym, '
             "or the same words in another language the notes may use."
         )
     noun = "result" if len(hits) == 1 else "results"
-    out = [f'{len(hits)} {noun} for "{shown_query}" (best first; cite as path#Lstart-Lend):']
-    used = len(out[0]) + 1
-    for shown, hit in enumerate(hits):
-        context = [label for label in ("archived" if hit.archived else None, hit.heading) if label]
-        where = f" [{_clip(_one_line(' · '.join(context)), 60)}]" if context else ""
-        line = (
-            f"{hit.path}#L{hit.line_number}-L{hit.line_end}{where}: "
-            f"{_clip(_one_line(hit.content), HIT_CHAR_CAP)}"
+    return lines_within(
+        f'{len(hits)} {noun} for "{shown_query}" (best first; cite as path#Lstart-Lend):',
+        [hit_line(hit) for hit in hits],
+        char_cap,
+        "use a narrower query or read a file with memory_get",
+        ("result", "results"),
+    )
+
+
+def format_mixed(
+    query: str,
+    hits: Sequence[SearchHit],
+    session_hits: Sequence[SessionHit],
+    limit: int,
+    *,
+    char_cap: int = SEARCH_CHAR_CAP,
+) -> str:
+    """Memory hits and past-session hits merged by score (best first, ``limit`` in all)."""
+    ranked = sorted(
+        [(hit.score, 0, i, hit_line(hit)) for i, hit in enumerate(hits)]
+        + [(hit.score, 1, i, session_hit_line(hit, query)) for i, hit in enumerate(session_hits)],
+        key=lambda item: (-item[0], item[1], item[2]),
+    )[:limit]
+    shown_query = clip(one_line(query), 80)
+    if not ranked:
+        return (
+            f'Nothing in memory or past sessions matched "{shown_query}". Try fewer or '
+            "different keywords, a synonym, or the words in another language."
         )
-        # Leave room for the "more results" footer whenever hits remain after this one.
-        reserve = _FOOTER_RESERVE if shown + 1 < len(hits) else 0
-        if shown > 0 and used + len(line) + 1 + reserve > char_cap:
-            rest = len(hits) - shown
-            out.append(
-                f"... {rest} more {'result' if rest == 1 else 'results'} not shown (output limit); "
-                "use a narrower query or read a file with memory_get"
-            )
-            break
-        out.append(line)
-        used += len(line) + 1
-    return "\n".join(out)
+    noun = "result" if len(ranked) == 1 else "results"
+    return lines_within(
+        f'{len(ranked)} {noun} for "{shown_query}" in memory and past sessions (best first; '
+        "cite as path#Lstart-Lend or sessions/<id>.log.jsonl#L<n>):",
+        [line for *_, line in ranked],
+        char_cap,
+        "use a narrower query or read a file with memory_get",
+        ("result", "results"),
+    )
+
+
+_SOURCES = ("memory", "sessions")
+
+
+def _check_sources(sources: object) -> tuple[str, ...]:
+    given = (sources,) if isinstance(sources, str) else sources
+    if not isinstance(given, list | tuple) or not given:
+        raise ToolInputError('sources must be a list of "memory" and "sessions"')
+    unknown = [str(s) for s in given if s not in _SOURCES]
+    if unknown:
+        raise ToolInputError(
+            f'unknown source(s) {", ".join(unknown)}: sources are "memory" and "sessions"'
+        )
+    return tuple(s for s in _SOURCES if s in given)
 
 
 def format_excerpt(excerpt: MemoryExcerpt, *, char_cap: int = GET_CHAR_CAP) -> str:
@@ -172,11 +193,12 @@ def format_excerpt(excerpt: MemoryExcerpt, *, char_cap: int = GET_CHAR_CAP) -> s
     return "\n".join(out)
 
 
-@_tool
+@tool
 def memory_search(
     query: str,
     max_results: int = 10,
     *,
+    sources: Sequence[str] = ("memory",),
     workspace: WorkspaceArg = None,
     namespace: str | None = None,
 ) -> str:
@@ -190,6 +212,9 @@ def memory_search(
     Args:
         query: keywords to look for, e.g. "database migration decision" or "数据库迁移".
         max_results: how many hits to return, 1 to 50 (default 10).
+        sources: what to search: ``("memory",)`` (default), ``("sessions",)`` (the
+            past-session logs, as :func:`session_search`) or both, merged by score; not
+            for the model, which has ``session_search``.
         workspace: the workspace (or its path) to search (default: the configured one); not
             for the model.
         namespace: the caller's namespace in that workspace (a user's, see
@@ -198,18 +223,26 @@ def memory_search(
     Returns:
         The hits as text, or a "no results" note suggesting a rephrasing, or ``Error: ...``.
     """
-    ws = _workspace(workspace, namespace)
+    ws = workspace_of(workspace, namespace)
     text = check_text(
         "query", query, max_chars=MAX_QUERY_CHARS, hint="give a few keywords to search for"
     )
     limit = min(check_int("max_results", max_results, minimum=1), MAX_RESULTS_CAP)
-    index = shared_index(ws)
-    index.refresh()
-    hits = index.search(text, limit=limit)
-    return format_hits(text, hits)
+    chosen = _check_sources(sources)
+    hits: list[SearchHit] = []
+    if "memory" in chosen:
+        index = shared_index(ws)
+        index.refresh()
+        hits = index.search(text, limit=limit)
+    if "sessions" not in chosen:
+        return format_hits(text, hits)
+    found = find_in_sessions(ws, text, limit)
+    if "memory" not in chosen:
+        return format_session_hits(text, found)
+    return format_mixed(text, hits, found, limit)
 
 
-@_tool
+@tool
 def memory_get(
     path: str,
     start_line: int = 1,
@@ -236,7 +269,7 @@ def memory_get(
     Returns:
         A header line and the numbered lines, or ``Error: ...``.
     """
-    ws = _workspace(workspace, namespace)
+    ws = workspace_of(workspace, namespace)
     raw = check_text("path", path, max_chars=MAX_PATH_CHARS, hint="give a path from memory_search")
     start = check_int("start_line", start_line, minimum=1)
     count = check_int("num_lines", num_lines, minimum=1)
@@ -251,7 +284,7 @@ def memory_get(
     return format_excerpt(excerpt)
 
 
-@_tool
+@tool
 def memory_add(text: str, *, workspace: WorkspaceArg = None, namespace: str | None = None) -> str:
     """Save a durable fact to today's memory notes (memory/YYYY-MM-DD.md).
 
@@ -269,7 +302,7 @@ def memory_add(text: str, *, workspace: WorkspaceArg = None, namespace: str | No
     Returns:
         Where the fact was saved (``path#Lstart-Lend``), or ``Error: ...``.
     """
-    ws = _workspace(workspace, namespace)
+    ws = workspace_of(workspace, namespace)
     body = check_text("text", text, max_chars=MAX_ADD_CHARS, hint="give the fact to remember")
     result = add_memory(ws, body)
     noun = "bullet" if result.bullets == 1 else "bullets"
@@ -341,6 +374,7 @@ TOOL_SCHEMAS: Final[dict[str, dict[str, Any]]] = {
         "additionalProperties": False,
     },
 }
+TOOL_SCHEMAS.update(SESSION_TOOL_SCHEMAS)
 """JSON schema of each tool's arguments (the ``parameters`` of OpenAI function calling)."""
 
 TOOL_FUNCTIONS: Final[dict[str, Callable[..., str]]] = {
@@ -348,7 +382,14 @@ TOOL_FUNCTIONS: Final[dict[str, Callable[..., str]]] = {
     "memory_get": memory_get,
     "memory_add": memory_add,
 }
-"""The tool functions by name."""
+"""The memory tools by name (what every adapter offers)."""
+
+ALL_TOOL_FUNCTIONS: Final[dict[str, Callable[..., str]]] = {
+    **TOOL_FUNCTIONS,
+    **SESSION_TOOL_FUNCTIONS,
+}
+"""The memory tools and the past-session tools (:data:`SESSION_TOOL_FUNCTIONS`) by name:
+what the agent and the MCP server offer."""
 
 
 def _model_description(fn: Callable[..., str]) -> str:
@@ -357,7 +398,7 @@ def _model_description(fn: Callable[..., str]) -> str:
 
 
 TOOL_DESCRIPTIONS: Final[dict[str, str]] = {
-    name: _model_description(fn) for name, fn in TOOL_FUNCTIONS.items()
+    name: _model_description(fn) for name, fn in ALL_TOOL_FUNCTIONS.items()
 }
 """What each tool does, for the model (the docstring without its Args/Returns sections)."""
 
@@ -372,7 +413,8 @@ def call_tool(
     """Run a tool by name with the model's arguments; unknown or missing arguments give ``Error``.
 
     Args:
-        name: ``memory_search``, ``memory_get`` or ``memory_add``.
+        name: ``memory_search``, ``memory_get``, ``memory_add``, ``session_search``,
+            ``session_list`` or ``session_history``.
         arguments: the decoded JSON arguments from the model, a mapping (``None`` counts as
             ``{}``).
         workspace: the workspace the tool works on (default: the configured one).
@@ -381,9 +423,10 @@ def call_tool(
     Returns:
         The tool's text, or ``Error: ...``.
     """
-    fn = TOOL_FUNCTIONS.get(name)
+    fn = ALL_TOOL_FUNCTIONS.get(name)
     if fn is None:
-        return f"Error: unknown tool {name!r}; the memory tools are {', '.join(TOOL_FUNCTIONS)}"
+        known_tools = ", ".join(ALL_TOOL_FUNCTIONS)
+        return f"Error: unknown tool {name!r}; the memory tools are {known_tools}"
     args = {} if arguments is None else arguments
     if not isinstance(args, Mapping):
         return f"Error: {name} takes a JSON object of arguments"
