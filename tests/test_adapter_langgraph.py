@@ -1,10 +1,12 @@
-"""MemdirStore: LangGraph's BaseStore contract on a workspace, LangGraph graphs and LangMem."""
+"""MemdirStore: LangGraph's BaseStore contract on a workspace, LangGraph graphs and LangMem.
+
+Every test runs on both stores: a directory, and a PostgreSQL database.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 from datetime import timedelta
 from typing import Any
 
@@ -19,6 +21,11 @@ from typing_extensions import TypedDict
 
 from memdir.adapters.langgraph import MemdirStore, StoreInputError
 from memdir.workspace import Workspace
+
+
+@pytest.fixture
+def ws(any_ws: Workspace) -> Workspace:
+    return any_ws
 
 
 @pytest.fixture
@@ -50,7 +57,7 @@ def test_put_get_update_delete(store: MemdirStore, ws: Workspace, clock: Any) ->
 
 def test_items_survive_a_new_store_on_the_same_workspace(ws: Workspace) -> None:
     MemdirStore(ws).put(("docs",), "d1", {"text": "the deploy runbook"})
-    again = MemdirStore(Workspace(ws.root, tz="UTC"))
+    again = MemdirStore(ws.namespaced(None, create=False))
     assert again.get(("docs",), "d1") is not None
     assert keys(again.search(("docs",), query="runbook")) == ["d1"]
 
@@ -234,9 +241,9 @@ def test_any_key_round_trips_and_stays_inside_the_store(
     assert item is not None and item.key == key and item.namespace == namespace
     assert keys(store.search(namespace, query="findable")) == [key]
     assert store.list_namespaces() == [namespace]
-    files = [os.path.join(d, f) for d, _, fs in os.walk(ws.root) for f in fs]
-    items = [f for f in files if f.endswith(".json") and "/.index/" not in f]
-    assert len(items) == 1 and items[0].startswith(str(ws.root / "store") + "/")
+    files = [rel for rel, _ in ws.walk("")]
+    items = [f for f in files if f.endswith(".json") and not f.startswith(".index/")]
+    assert len(items) == 1 and items[0].startswith("store/")
     store.delete(namespace, key)
     assert store.get(namespace, key) is None
 
@@ -258,10 +265,11 @@ def test_namespace_label_puts_each_user_in_a_memdir_namespace(ws: Workspace) -> 
     store.put(("memories", "alice"), "m1", {"content": "alice likes tea"})
     store.put(("memories", "bob"), "m1", {"content": "bob likes tea too"})
     store.put(("global",), "g", {"content": "office closes at six"})
-    assert (ws.root / "ns/alice/store/memories/alice/m1.json").is_file()
-    assert (ws.root / "ns/bob/store/memories/bob/m1.json").is_file()
-    assert (ws.root / "store/global/g.json").is_file()
-    assert Workspace(ws.root, namespace="alice").namespace == "alice"
+    assert ws.namespaced("alice").stat("store/memories/alice/m1.json") is not None
+    assert ws.namespaced("bob").stat("store/memories/bob/m1.json") is not None
+    assert ws.stat("store/global/g.json") is not None
+    assert ws.stat("store/memories/alice/m1.json") is None
+    assert {"alice", "bob"} <= set(ws.namespaces())
     assert keys(store.search(("memories", "alice"), query="tea")) == ["m1"]
     assert len(store.search(("memories",), query="tea")) == 2
     assert store.list_namespaces() == [("global",), ("memories", "alice"), ("memories", "bob")]
@@ -302,7 +310,7 @@ def test_a_langgraph_graph_uses_it_as_its_store(ws: Workspace) -> None:
     builder.add_edge(START, "remember")
     graph = builder.compile(store=MemdirStore(ws))
     assert graph.invoke({"topic": "billing", "found": []})["found"] == ["billing"]
-    assert (ws.root / "store/graph/billing.json").is_file()
+    assert ws.stat("store/graph/billing.json") is not None
 
 
 class _ToolChat(GenericFakeChatModel):
@@ -343,7 +351,7 @@ def test_langmem_memory_tools_run_on_it_unchanged(ws: Workspace) -> None:
     )
     (item,) = store.search(("memories", "alice"))
     assert item.value == {"content": "User's cat is called 小白"}
-    assert (ws.root / f"ns/alice/store/memories/alice/{item.key}.json").is_file()
+    assert ws.namespaced("alice").stat(f"store/memories/alice/{item.key}.json") is not None
     found = [m for m in state["messages"] if isinstance(m, ToolMessage)][-1]
     assert json.loads(found.content)[0]["value"]["content"] == "User's cat is called 小白"
     assert keys(store.search(("memories", "alice"), query="小白")) == [item.key]

@@ -1,10 +1,14 @@
-"""Where a LangGraph store item lives in a workspace, as plain files.
+"""Where a LangGraph store item lives in a workspace, as plain files (or, in PostgreSQL, rows
+under the same paths).
 
 ::
 
     <workspace>/store/<label 1>/.../<label n>/<key>.json    one item (the truth)
     <workspace>/store/.search/memory/<digest>.md             its searchable text (derived)
     <workspace>/store/.search/.index/memory_index.db         the index of that text
+
+In PostgreSQL, the searchable text and its index are kept in a namespace of their own instead
+(:func:`search_namespace`), as a database has no directory to nest a workspace in.
 
 A namespace label is one directory and a key one file, each name the text itself except for
 ``%`` escapes of what a file name cannot hold or would hide: ``/``, ``\\``, ``%``, ``#``,
@@ -18,10 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+import logging
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Final
+
+from memdir.errors import WorkspaceError
+from memdir.store.workspace import Workspace
 
 __all__ = [
     "ITEM_SUFFIX",
@@ -29,11 +35,15 @@ __all__ = [
     "STORE_DIR",
     "decode_name",
     "encode_name",
+    "is_search_namespace",
     "item_rel",
     "namespace_rel",
+    "search_namespace",
     "search_rel",
     "walk_items",
 ]
+
+log = logging.getLogger("memdir.adapters.langgraph")
 
 STORE_DIR: Final = "store"
 SEARCH_DIR: Final = ".search"
@@ -41,6 +51,7 @@ ITEM_SUFFIX: Final = ".json"
 _MAX_NAME_BYTES: Final = 200
 _HASHED: Final = "%h"
 _ESCAPED: Final = frozenset("/\\%#")
+_SEARCH_NAMESPACE: Final = "id-langgraph-store"
 
 
 def _escape(ch: str) -> str:
@@ -111,26 +122,46 @@ def search_rel(namespace: tuple[str, ...], key: str) -> str:
     return f"memory/{hashlib.sha256(ident.encode('ascii')).hexdigest()[:32]}.md"
 
 
-def walk_items(root: Path, rel_dir: str) -> Iterator[tuple[str, list[str]]]:
-    """``(directory rel, [item file names])`` under ``root/rel_dir``, parents before children.
+def search_namespace(area: str | None) -> str:
+    """The memdir namespace that holds the searchable text of an area's items in PostgreSQL.
 
-    Symbolic links are not followed and dot-entries (``.search``) are skipped; directories
-    without items are listed with an empty list (their children may hold items).
+    It starts with ``id-`` but is not ``id-`` and 32 hex digits, so no caller identity maps
+    to it (:func:`~memdir.store.namespaces.namespace_for` hashes every id starting with
+    ``id-``): nobody's memory is ever written there, or read from there.
+    """
+    if area is None:
+        return _SEARCH_NAMESPACE
+    return (
+        f"{_SEARCH_NAMESPACE}-{hashlib.blake2b(area.encode('utf-8'), digest_size=16).hexdigest()}"
+    )
+
+
+def is_search_namespace(name: str) -> bool:
+    """Whether ``name`` is a namespace :func:`search_namespace` makes (it holds no items)."""
+    return name == _SEARCH_NAMESPACE or name.startswith(_SEARCH_NAMESPACE + "-")
+
+
+def walk_items(ws: Workspace, rel_dir: str) -> Iterator[tuple[str, list[str]]]:
+    """``(directory rel, [item file names])`` under ``rel_dir`` of ``ws``, parents first.
+
+    Dot-entries (``.search``) are skipped, and a symlink to a directory is not followed;
+    directories without items are listed with an empty list (their children may hold items).
     """
     stack = [rel_dir]
     while stack:
         current = stack.pop()
         try:
-            with os.scandir(root / current) as entries:
-                files, dirs = [], []
-                for entry in entries:
-                    if entry.name.startswith("."):
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        dirs.append(entry.name)
-                    elif entry.name.endswith(ITEM_SUFFIX) and entry.is_file(follow_symlinks=False):
-                        files.append(entry.name)
-        except (FileNotFoundError, NotADirectoryError):
+            entries = ws.listdir(current)
+        except WorkspaceError as exc:
+            log.warning("store directory skipped: %s", exc)
             continue
+        files, dirs = [], []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.kind == "dir":
+                dirs.append(entry.name)
+            elif entry.name.endswith(ITEM_SUFFIX):
+                files.append(entry.name)
         yield current, sorted(files)
         stack.extend(f"{current}/{d}" for d in sorted(dirs, reverse=True))

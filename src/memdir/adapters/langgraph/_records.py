@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import pathlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -11,8 +10,6 @@ from typing import Any
 from langgraph.store.base import InvalidNamespaceError, Item, PutOp, SearchItem, get_text_at_path
 
 from memdir.adapters.langgraph._filter import StoreInputError
-from memdir.errors import WorkspaceError
-from memdir.store.workspace import Workspace
 
 __all__ = [
     "check_count",
@@ -25,7 +22,6 @@ __all__ = [
     "searchable_texts",
     "to_item",
     "to_search_item",
-    "unlink",
 ]
 
 
@@ -141,14 +137,3 @@ def search_text(rel: str, texts: Sequence[str]) -> str:
         lines = ["    " + line if line.strip() else "" for line in clean.splitlines()]
         blocks.append("\n".join(lines))
     return f"# {rel}\n\n" + "\n\n".join(blocks) + "\n"
-
-
-def unlink(ws: Workspace, rel: str) -> bool:
-    """Remove a file of ``ws`` (confined like every other path); whether it was there."""
-    try:
-        pathlib.Path(ws.path(rel)).unlink()
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        raise WorkspaceError(f"cannot remove {rel}: {exc.strerror or exc}") from exc
-    return True

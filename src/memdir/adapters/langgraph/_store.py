@@ -32,6 +32,7 @@ from memdir.adapters.langgraph._filter import (
 from memdir.adapters.langgraph._layout import (
     STORE_DIR,
     decode_name,
+    is_search_namespace,
     item_rel,
     namespace_rel,
     search_rel,
@@ -48,7 +49,6 @@ from memdir.adapters.langgraph._records import (
     searchable_texts,
     to_item,
     to_search_item,
-    unlink,
 )
 from memdir.embeddings import Embedder
 from memdir.errors import ConfigError, MemdirError, WorkspaceError
@@ -149,7 +149,8 @@ class MemdirStore(BaseStore):
             return [self._area(None)]
         if len(prefix) > self.namespace_label:
             return [self._area(self.memdir_namespace(prefix))]
-        names: list[str | None] = [None, *self.workspace.namespaces()]
+        names: list[str | None] = [None]
+        names += [n for n in self.workspace.namespaces() if not is_search_namespace(n)]
         return [self._area(name) for name in names]
 
     # -- BaseStore ------------------------------------------------------------------------
@@ -240,6 +241,7 @@ class MemdirStore(BaseStore):
             json.dumps(plain, allow_nan=False)
         except (TypeError, ValueError, RecursionError) as exc:
             raise StoreInputError(f"the value of {key!r} is not JSON: {exc}") from None
+        area.registered()
         with area.ws.lock(_LOCK):
             old = self._read(area, rel)
             if old is not None and not is_item(old, namespace, key):
@@ -276,7 +278,7 @@ class MemdirStore(BaseStore):
         try:
             if texts:
                 search.write_text(srel, search_text(rel, texts))
-            elif not unlink(search, srel):
+            elif not search.delete(srel):
                 return
             area.index.index_file(srel)
         except MemdirError as exc:  # the item is written; a later refresh indexes it
@@ -290,8 +292,6 @@ class MemdirStore(BaseStore):
 
     def _delete(self, namespace: tuple[str, ...], key: str) -> None:
         area = self._area(self.memdir_namespace(namespace))
-        if not area.exists():
-            return
         rel = item_rel(namespace, key)
         with area.ws.lock(_LOCK):
             old = self._read(area, rel)
@@ -299,11 +299,11 @@ class MemdirStore(BaseStore):
                 return
             srel = search_rel(namespace, key)
             try:
-                if unlink(area.search, srel):
+                if area.search.delete(srel):
                     area.index.index_file(srel)
             except MemdirError as exc:
                 log.warning("search text of %s not removed yet: %s", rel, exc)
-            unlink(area.ws, rel)
+            area.ws.delete(rel)
 
     # -- search -----------------------------------------------------------------------------
 
@@ -333,7 +333,7 @@ class MemdirStore(BaseStore):
         self, area: Area, prefix: tuple[str, ...], conditions: Mapping[str, Any]
     ) -> list[Item]:
         out = []
-        for rel_dir, files in walk_items(area.ws.root, namespace_rel(prefix)):
+        for rel_dir, files in walk_items(area.ws, namespace_rel(prefix)):
             for name in files:
                 record = self._read(area, f"{rel_dir}/{name}")
                 if record is None or tuple(record["namespace"])[: len(prefix)] != prefix:
@@ -393,7 +393,7 @@ class MemdirStore(BaseStore):
         for area in self._areas_under(()):
             if not area.exists():
                 continue
-            for rel_dir, files in walk_items(area.ws.root, STORE_DIR):
+            for rel_dir, files in walk_items(area.ws, STORE_DIR):
                 if not files:
                     continue
                 namespace = self._namespace_of(area, rel_dir, files)
@@ -425,7 +425,7 @@ class MemdirStore(BaseStore):
             if not area.exists():
                 continue
             wanted: set[str] = set()
-            for rel_dir, files in walk_items(area.ws.root, STORE_DIR):
+            for rel_dir, files in walk_items(area.ws, STORE_DIR):
                 for name in files:
                     rel = f"{rel_dir}/{name}"
                     record = self._read(area, rel)
@@ -439,6 +439,6 @@ class MemdirStore(BaseStore):
                     count += 1
             for rel in area.search.memory_files():
                 if rel not in wanted:
-                    unlink(area.search, rel)
+                    area.search.delete(rel)
             area.index.index_all_from_workspace()
         return count
