@@ -355,3 +355,15 @@ def test_langmem_memory_tools_run_on_it_unchanged(ws: Workspace) -> None:
     found = [m for m in state["messages"] if isinstance(m, ToolMessage)][-1]
     assert json.loads(found.content)[0]["value"]["content"] == "User's cat is called 小白"
     assert keys(store.search(("memories", "alice"), query="小白")) == [item.key]
+
+
+def test_stores_on_two_namespaces_never_share_items_or_search(ws: Workspace) -> None:
+    alice, bob = MemdirStore(ws.namespaced("alice")), MemdirStore(ws.namespaced("bob"))
+    alice.put(("notes",), "n", {"text": "alice's locker code is 4521"})
+    bob.put(("notes",), "n", {"text": "bob parks on level three"})
+    assert keys(alice.search(("notes",), query="locker")) == ["n"]
+    assert bob.search(("notes",), query="locker") == []
+    assert keys(bob.search(("notes",), query="parks")) == ["n"]
+    assert bob.reindex() == 1
+    assert keys(alice.search(("notes",), query="locker")) == ["n"]
+    assert MemdirStore(ws).get(("notes",), "n") is None

@@ -60,7 +60,7 @@ class Area:
                     assert self.ws.url is not None
                     self._search = Workspace(
                         self.ws.url,
-                        namespace=search_namespace(self.name),
+                        namespace=search_namespace(self.ws.namespace),
                         tz=self.ws.tz,
                         create=False,
                     )
