@@ -6,6 +6,7 @@ import anthropic
 import httpx2
 import pytest
 
+import test_adapter_anthropic as anthropic_tests
 from memdir import Workspace
 from memdir.adapters.anthropic import AsyncMemdirMemoryTool, MemdirMemoryTool
 from memdir.tools._core import close_shared_indexes
@@ -13,13 +14,22 @@ from test_adapter_anthropic import PROMPT, REQUEST, SCRIPT, TODAY, _results, _Sc
 
 
 @pytest.fixture
-def tool(any_ws: Workspace) -> MemdirMemoryTool:
-    yield MemdirMemoryTool(any_ws)
+def ws(any_ws: Workspace) -> Workspace:
+    return any_ws
+
+
+@pytest.fixture
+def tool(ws: Workspace) -> MemdirMemoryTool:
+    yield MemdirMemoryTool(ws)
     close_shared_indexes()
 
 
+# Every write is indexed at once, on either store.
+test_every_write_is_searchable_at_once = anthropic_tests.test_every_write_is_searchable_at_once
+
+
 def test_create_view_edit_rename_and_delete(tool: MemdirMemoryTool, any_ws: Workspace):
-    assert tool.create("/memories/notes.md", "Priya owns billing.\n").startswith(
+    assert tool.create("/memories/notes.md", "Priya owns billing.\n") == (
         "File created successfully at: /memories/notes.md"
     )
     assert refused(tool.create, "/memories/notes.md", "again") == (
@@ -37,14 +47,14 @@ def test_create_view_edit_rename_and_delete(tool: MemdirMemoryTool, any_ws: Work
     assert refused(tool.rename, "/memories/notes.md", "/memories/other.md") == (
         "The destination /memories/other.md already exists"
     )
-    assert tool.rename("/memories/notes.md", "/memories/team.md").startswith(
+    assert tool.rename("/memories/notes.md", "/memories/team.md") == (
         "Successfully renamed /memories/notes.md to /memories/team.md"
     )
     assert any_ws.stat("memory/notes.md") is None
     assert any_ws.read_text("memory/team.md") == "Amara owns billing.\nDeploys on Tuesdays.\n"
     assert any_ws.read_text("memory/other.md") == "kept\n"
 
-    assert tool.delete("/memories/team.md").startswith("Successfully deleted /memories/team.md")
+    assert tool.delete("/memories/team.md") == "Successfully deleted /memories/team.md"
     assert any_ws.stat("memory/team.md") is None
     kept = [rel for rel, _ in any_ws.walk("memory/.history/deleted")]
     assert len(kept) == 1 and kept[0].split("/")[-1].startswith("team.")
@@ -137,7 +147,7 @@ def test_two_namespaces_have_their_own_memories(any_ws: Workspace):
 def _check_run(api: _ScriptedApi, ws: Workspace) -> None:
     results = _results(api)
     assert results[0]["content"].startswith("Here're the files and directories up to 2 levels deep")
-    assert results[1]["content"].startswith("File created successfully at: /memories/prefs.md")
+    assert results[1]["content"] == "File created successfully at: /memories/prefs.md"
     assert results[2]["is_error"] is True
     assert ws.read_text("memory/prefs.md") == "The user prefers tea.\n"
 
