@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 from agentscope.agent import Agent, ContextConfig
 from agentscope.message import (
@@ -14,6 +15,7 @@ from agentscope.message import (
     URLSource,
     UserMsg,
 )
+from agentscope.model import ChatResponse
 from agentscope.tool import Toolkit
 
 from memdir import Workspace
@@ -28,6 +30,9 @@ from memdir.sessions import SessionLog
 from test_adapter_agentscope import (
     SECRET,
     ScriptedModel,
+    _answer,
+    _call,
+    _text,
     allowed,
     first_run_reply,
     lookup,
@@ -112,6 +117,26 @@ async def test_a_run_that_truncates_compacts_and_flushes(any_ws: Workspace):
     ledger = "".join(any_ws.read_text(rel) for _, rel in any_ws.ledgers())
     for n in range(1, 7):
         assert ledger.count(f"service-{n} runs on port {8000 + n}.") == 1
+
+    # A second agent recalls it at the start of its reply, and memory_search finds it.
+    def second_run_reply(wire: list[dict[str, Any]]) -> ChatResponse:
+        if wire[-1]["role"] == "tool":
+            return _answer(_text(wire[-1]))
+        return _call("search-1", "memory_search", {"query": "service-3 port"})
+
+    recall = MemdirMiddleware(any_ws)
+    model2 = ScriptedModel(second_run_reply)
+    agent2 = Agent(
+        name="Friday",
+        system_prompt="You are Friday.",
+        model=model2,
+        toolkit=Toolkit(tools=await recall.list_tools()),
+        middlewares=[recall],
+    )
+    answer = await agent2.reply(UserMsg(name="user", content="Which port does service-3 use?"))
+    assert "service-3 runs on port 8003" in (answer.get_text_content() or "")
+    recalled = [m for m in model2.wires[0] if "<memory_recall>" in _text(m)]
+    assert recalled and "service-3 runs on port 8003" in _text(recalled[0])
 
 
 async def test_offloads_in_two_namespaces_are_apart(any_ws: Workspace):

@@ -54,6 +54,20 @@ def test_a_run_that_injects_compacts_offloads_and_flushes(any_ws: Workspace) -> 
     assert len(any_ws.read_text(huge.text.split("`")[1])) >= BIG - 100
     assert "Carol owns the data pipeline" in ledger_text(any_ws)
 
+    # a second thread finds it with memory_search
+    call = {"name": "memory_search", "args": {"query": "data pipeline owner"}, "id": "m1"}
+    again = ScriptedChat(
+        messages=iter([AIMessage("", tool_calls=[call]), AIMessage("Carol owns it.")]),
+        requests=[],
+    )
+    second = create_agent(again, tools=[lookup], middleware=[MemdirMiddleware(any_ws)])
+    answer = second.invoke(
+        {"messages": [HumanMessage("Who owns the data pipeline?")]},
+        {"configurable": {"thread_id": "t2"}},
+    )
+    found = next(m for m in answer["messages"] if isinstance(m, ToolMessage))
+    assert "Carol owns the data pipeline" in found.text
+
 
 def test_two_namespaces_keep_their_memory_apart(any_ws: Workspace) -> None:
     alice, bob = any_ws.namespaced("alice"), any_ws.namespaced("bob")

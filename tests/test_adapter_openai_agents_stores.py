@@ -108,6 +108,19 @@ async def test_a_run_that_compacts_flushes_and_evicts(any_ws: Workspace) -> None
     assert len(evicted) == 1 and any_ws.read_text(evicted[0]) == big
     assert "Orchid0" in ledger_text(any_ws)
 
+    # a second conversation finds what the first one said, with memdir's tools
+    def search_then_answer(call: Any) -> list[Any]:
+        last = call.input[-1]
+        if last.get("type") == "function_call_output":
+            return [assistant_message(last["output"])]
+        return [function_call("memory_search", {"query": "codename release 3"}, call_id="s1")]
+
+    model2 = ScriptedModel([ModelStep(responder=search_then_answer) for _ in range(2)])
+    agent2 = Agent(name="clerk", model=model2, tools=memdir_function_tools(any_ws))
+    second = MemdirSession("chat-2", any_ws)
+    reply = await Runner.run(agent2, "What was the codename of release 3?", session=second)
+    assert "Orchid3" in reply.final_output and "memory/" in reply.final_output
+
 
 async def test_sessions_in_two_namespaces_are_apart(any_ws: Workspace) -> None:
     alice = MemdirSession("chat", any_ws, namespace="alice", compaction=None, memory_flush=False)

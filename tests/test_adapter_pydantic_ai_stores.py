@@ -52,6 +52,18 @@ async def test_a_run_that_injects_compacts_evicts_and_flushes(any_ws: Workspace)
     ledger = ledger_text(any_ws)
     assert "Orchid0" in ledger and "Orchid9" in ledger
 
+    # a new conversation finds what the first one said, through memdir's memory tools
+    def search(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returns = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
+        if returns:
+            return ModelResponse(parts=[TextPart(str(returns[0].content))])
+        query = {"query": "codename release 3"}
+        return ModelResponse(parts=[ToolCallPart("memory_search", query, tool_call_id="s")])
+
+    fresh = MemdirCompaction(any_ws, session_id="chat-2")
+    reply = await Agent(FunctionModel(search), capabilities=[fresh]).run("Codename of release 3?")
+    assert "Orchid3" in reply.output and "memory/" in reply.output
+
 
 async def test_a_big_return_is_evicted_to_the_store(any_ws: Workspace) -> None:
     big = "row,value\n" + "".join(f"{n},{n * 7}\n" for n in range(20_000))
