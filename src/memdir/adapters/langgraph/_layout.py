@@ -122,18 +122,18 @@ def search_rel(namespace: tuple[str, ...], key: str) -> str:
     return f"memory/{hashlib.sha256(ident.encode('ascii')).hexdigest()[:32]}.md"
 
 
-def search_namespace(area: str | None) -> str:
-    """The memdir namespace that holds the searchable text of an area's items in PostgreSQL.
+def search_namespace(namespace: str | None) -> str:
+    """The memdir namespace that holds, in PostgreSQL, the searchable text of the store items
+    kept in memdir namespace ``namespace`` (``None``: the workspace root).
 
     It starts with ``id-`` but is not ``id-`` and 32 hex digits, so no caller identity maps
     to it (:func:`~memdir.store.namespaces.namespace_for` hashes every id starting with
     ``id-``): nobody's memory is ever written there, or read from there.
     """
-    if area is None:
+    if namespace is None:
         return _SEARCH_NAMESPACE
-    return (
-        f"{_SEARCH_NAMESPACE}-{hashlib.blake2b(area.encode('utf-8'), digest_size=16).hexdigest()}"
-    )
+    digest = hashlib.blake2b(namespace.encode("utf-8"), digest_size=16).hexdigest()
+    return f"{_SEARCH_NAMESPACE}-{digest}"
 
 
 def is_search_namespace(name: str) -> bool:
