@@ -27,8 +27,6 @@ from memdir.messages import Msg, ToolUseBlock
 from memdir.sessions import SessionIndex, SessionLog, close_session_indexes, search_sessions
 from memdir.testing import FunctionModel, ModelCall
 from memdir.tools import (
-    TOOL_DESCRIPTIONS,
-    TOOL_SCHEMAS,
     call_tool,
     memory_add,
     memory_search,
@@ -356,29 +354,6 @@ def test_sessions_of_another_namespace_never_appear(any_ws: Workspace) -> None:
 
 
 # -- the tools as the agent, the MCP server and the CLI offer them ----------------------------
-
-
-@pytest.mark.parametrize("name", ["session_search", "session_list", "session_history"])
-def test_session_tool_schemas_match_the_functions(name: str) -> None:
-    import inspect
-
-    from memdir.tools import SESSION_TOOL_FUNCTIONS
-
-    schema = TOOL_SCHEMAS[name]
-    params = {
-        p.name: p
-        for p in inspect.signature(SESSION_TOOL_FUNCTIONS[name]).parameters.values()
-        if p.kind is p.POSITIONAL_OR_KEYWORD
-    }
-    assert list(schema["properties"]) == list(params)
-    assert schema["required"] == [n for n, p in params.items() if p.default is p.empty]
-    for arg, param in params.items():
-        prop = schema["properties"][arg]
-        assert prop["description"]
-        if param.default not in (param.empty, None):
-            assert prop["default"] == param.default
-    description = TOOL_DESCRIPTIONS[name]
-    assert description and "Args:" not in description and "workspace" not in description
 
 
 def test_call_tool_and_the_agent_offer_the_session_tools(ws: Workspace) -> None:

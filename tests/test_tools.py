@@ -18,12 +18,12 @@ from memdir import tools
 from memdir.errors import IndexError_
 from memdir.index import MemoryIndex
 from memdir.tools import (
+    ALL_TOOL_FUNCTIONS,
     GET_CHAR_CAP,
     GET_MAX_LINES,
     MAX_RESULTS_CAP,
     SEARCH_CHAR_CAP,
     TOOL_DESCRIPTIONS,
-    TOOL_FUNCTIONS,
     TOOL_SCHEMAS,
     call_tool,
     memory_add,
@@ -372,12 +372,12 @@ def test_add_bad_arguments(ws: Workspace, text: object, message: str) -> None:
 # -- schemas and dispatch -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(TOOL_FUNCTIONS))
+@pytest.mark.parametrize("name", sorted(ALL_TOOL_FUNCTIONS))
 def test_schemas_match_the_functions(name: str) -> None:
     schema = TOOL_SCHEMAS[name]
     params = {
         p.name: p
-        for p in inspect.signature(TOOL_FUNCTIONS[name]).parameters.values()
+        for p in inspect.signature(ALL_TOOL_FUNCTIONS[name]).parameters.values()
         if p.kind is p.POSITIONAL_OR_KEYWORD
     }
     assert list(schema["properties"]) == list(params)
@@ -385,7 +385,7 @@ def test_schemas_match_the_functions(name: str) -> None:
     for arg, param in params.items():
         prop = schema["properties"][arg]
         assert prop["description"]
-        if param.default is not param.empty:
+        if param.default is not param.empty and param.default is not None:
             assert prop["default"] == param.default
     assert schema["additionalProperties"] is False
     description = TOOL_DESCRIPTIONS[name]

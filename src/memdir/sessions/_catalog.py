@@ -439,16 +439,9 @@ class SessionIndex:
         con.execute("DELETE FROM session_logs WHERE session = ?", (session_id,))
         if row is None:
             return
+        SqliteEngine(con)._drop_rows(row[0])  # its units and their FTS5 rows
         lo, hi = row[0] << LINE_BITS, (row[0] + 1) << LINE_BITS
-        gone = con.execute(
-            "SELECT id, content FROM units WHERE id >= ? AND id < ?", (lo, hi)
-        ).fetchall()
-        con.executemany(
-            "INSERT INTO fts(fts, rowid, body) VALUES ('delete', ?, ?)",
-            [(rowid, index_body(content)) for rowid, content in gone],
-        )
-        for table in ("units", "session_units"):
-            con.execute(f"DELETE FROM {table} WHERE id >= ? AND id < ?", (lo, hi))
+        con.execute("DELETE FROM session_units WHERE id >= ? AND id < ?", (lo, hi))
         con.execute("DELETE FROM files WHERE id = ?", (row[0],))
 
     # -- reading --------------------------------------------------------------------------

@@ -8,16 +8,13 @@ message; context lets a strong match lift the matching message next to it in the
 
 from __future__ import annotations
 
-import atexit
-import os
 import sqlite3
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
+from memdir._opencache import OpenCache
 from memdir.index._porter import stem
 from memdir.index._query import analyze_query
 from memdir.index._schema import LINE_BITS
@@ -181,10 +178,7 @@ def snippet(text: str, query: str, limit: int) -> str:
     A long line is cut around its first matching word.
     """
     wanted = {
-        stem(fold(token))
-        for term in analyze_query(query)
-        if not term.stop
-        for token in term.tokens
+        stem(fold(token)) for term in analyze_query(query) if not term.stop for token in term.tokens
     }
     best, best_count = "", -1
     for line in text.split("\n"):
@@ -210,10 +204,7 @@ def snippet(text: str, query: str, limit: int) -> str:
 
 # -- one open index per workspace ---------------------------------------------------------
 
-_CACHE: OrderedDict[str, SessionIndex] = OrderedDict()
-_CACHE_LOCK = threading.Lock()
-_CACHE_SIZE = 8
-_INHERITED: list[SessionIndex] = []  # opened before a fork: never used or closed by the child
+_INDEXES: OpenCache[SessionIndex] = OpenCache()
 
 
 def _key(ws: Workspace) -> str:
@@ -223,36 +214,11 @@ def _key(ws: Workspace) -> str:
 
 
 def shared_session_index(ws: Workspace) -> SessionIndex:
-    """The workspace's :class:`SessionIndex`, kept open between calls (a few, least recently
-    used closed); in memory for a workspace kept in PostgreSQL."""
-    key = _key(ws)
-    with _CACHE_LOCK:
-        index = _CACHE.get(key)
-        if index is None:
-            index = _CACHE[key] = SessionIndex(ws)
-        _CACHE.move_to_end(key)
-        evicted = [_CACHE.popitem(last=False)[1] for _ in range(len(_CACHE) - _CACHE_SIZE)]
-    for old in evicted:
-        old.close()
-    return index
+    """The workspace's :class:`SessionIndex`, kept open between calls (a few, the least
+    recently used closed); in memory for a workspace kept in PostgreSQL."""
+    return _INDEXES.get(_key(ws), lambda: SessionIndex(ws))
 
 
 def close_session_indexes() -> None:
     """Close every shared session index (also runs at interpreter exit)."""
-    with _CACHE_LOCK:
-        indexes = list(_CACHE.values())
-        _CACHE.clear()
-    for index in indexes:
-        index.close()
-
-
-def _forget_after_fork() -> None:
-    global _CACHE_LOCK
-    _CACHE_LOCK = threading.Lock()
-    _INHERITED.extend(_CACHE.values())
-    _CACHE.clear()
-
-
-atexit.register(close_session_indexes)
-os.register_at_fork(after_in_child=_forget_after_fork)
-
+    _INDEXES.close_all()

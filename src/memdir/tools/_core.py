@@ -6,17 +6,14 @@ those into ``Error: ...`` text a model can act on; the CLI prints them as one-li
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
-import os
 import re
 import sqlite3
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memdir._opencache import OpenCache
 from memdir.errors import MemdirError, ToolInputError, WorkspaceError
 from memdir.redact import Redactor
 from memdir.store._safeopen import PathMissing
@@ -295,12 +292,7 @@ def add_memory(ws: Workspace, text: str, *, redactor: Redactor | None = None) ->
 
 # -- one open index per workspace ---------------------------------------------------------
 
-_CACHE: OrderedDict[str, MemoryIndex] = OrderedDict()
-_CACHE_LOCK = threading.Lock()
-_CACHE_SIZE = 8
-# Indexes opened before a fork: the child must neither use nor close their SQLite connections
-# (closing could checkpoint or delete the parent's WAL), so it keeps them here, untouched.
-_INHERITED: list[MemoryIndex] = []
+_INDEXES: OpenCache[MemoryIndex] = OpenCache()
 
 
 def shared_index(ws: Workspace) -> MemoryIndex:
@@ -312,32 +304,9 @@ def shared_index(ws: Workspace) -> MemoryIndex:
     from memdir.index import MemoryIndex
 
     key = str(ws.root.resolve()) if ws.is_local else ws.describe()
-    with _CACHE_LOCK:
-        index = _CACHE.get(key)
-        if index is None:
-            index = _CACHE[key] = MemoryIndex(ws)
-        _CACHE.move_to_end(key)
-        evicted = [_CACHE.popitem(last=False)[1] for _ in range(len(_CACHE) - _CACHE_SIZE)]
-    for old in evicted:
-        old.close()
-    return index
+    return _INDEXES.get(key, lambda: MemoryIndex(ws))
 
 
 def close_shared_indexes() -> None:
     """Close every index opened by the tools (also runs at interpreter exit)."""
-    with _CACHE_LOCK:
-        indexes = list(_CACHE.values())
-        _CACHE.clear()
-    for index in indexes:
-        index.close()
-
-
-def _forget_after_fork() -> None:
-    global _CACHE_LOCK
-    _CACHE_LOCK = threading.Lock()  # another thread may have held it at the fork
-    _INHERITED.extend(_CACHE.values())
-    _CACHE.clear()
-
-
-atexit.register(close_shared_indexes)
-os.register_at_fork(after_in_child=_forget_after_fork)
+    _INDEXES.close_all()
