@@ -13,7 +13,7 @@ line is the message's line in the log. Two tables of its own sit beside those:
 
 Logs are append-only, so a refresh reads only what was appended to each log
 (:meth:`Workspace.read_from`). A log whose identity changed (replaced), that shrank below
-the offset read, or whose bytes before that offset differ (rewritten in place) is indexed
+the offset read, or whose last 64 bytes before that offset differ (rewritten) is indexed
 again from its first line; a log that is gone loses its rows. A line that is not a valid
 record is skipped (it keeps its line number), never fatal; an incomplete last line waits
 for the write that ends it. The database is derived data: a damaged one is deleted and
@@ -30,25 +30,17 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from memdir.errors import SessionLogError, WorkspaceError
-from memdir.index._schema import (
-    LINE_BITS,
-    connect,
-    immediate,
-    is_corruption,
-    is_unwritable,
-    prepare,
-    remove_database,
-)
+from memdir.index._schema import LINE_BITS, immediate, is_corruption
 from memdir.index._sqlite import SqliteEngine
 from memdir.index._text import index_body
 from memdir.messages import SUMMARY_NAME
 from memdir.messages._render import clip
+from memdir.sessions._catalog_db import FORMAT, SESSIONS_DB, discard, open_index
 from memdir.sessions._msgtext import message_text, tool_names
 from memdir.sessions._record import parse_record
 from memdir.store._base import FileStat
@@ -59,34 +51,10 @@ __all__ = ["FORMAT", "SESSIONS_DB", "SessionIndex", "SessionInfo", "SyncStats"]
 
 logger = logging.getLogger("memdir.sessions")
 
-SESSIONS_DB = "sessions_index.db"
-FORMAT = "sessions/1"
-"""Changes whenever a log would give other units (forces a rebuild)."""
 LOG_SUFFIX = ".log.jsonl"
 SUMMARY_CHARS = 120
 _TAIL = 64  # bytes before the offset read that must be unchanged for an append
 _MAX_LINE = (1 << LINE_BITS) - 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS session_logs(
-    file_id INTEGER PRIMARY KEY,
-    session TEXT NOT NULL UNIQUE,
-    identity TEXT NOT NULL,
-    tag TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    indexed_upto INTEGER NOT NULL,
-    tail BLOB NOT NULL,
-    lines INTEGER NOT NULL,
-    messages INTEGER NOT NULL,
-    first_at TEXT,
-    last_at TEXT,
-    summary TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS session_units(
-    id INTEGER PRIMARY KEY,
-    role TEXT NOT NULL,
-    tools TEXT NOT NULL,
-    at TEXT);
-"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,66 +159,8 @@ class SessionIndex:
             return self._con
 
     def _open(self) -> sqlite3.Connection:
-        if self.path is not None:
-            try:
-                return self._open_file(self.path)
-            except (sqlite3.Error, OSError) as exc:
-                if not is_unwritable(exc):
-                    raise
-                self._warn(f"{self.path} cannot be written ({exc})")
-                self.path = None
-        con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        self._prepare(con)
+        con, self.path = open_index(self.path)
         return con
-
-    def _open_file(self, path: Path) -> sqlite3.Connection:
-        for attempt in (1, 2):
-            try:
-                con = connect(path)
-            except sqlite3.DatabaseError as exc:
-                if attempt == 2 or not is_corruption(exc):
-                    raise
-                self._discard(path, str(exc))
-                continue
-            try:
-                problem = self._prepare(con)
-            except sqlite3.DatabaseError as exc:
-                con.close()
-                if attempt == 2 or not is_corruption(exc):
-                    raise
-                problem = str(exc)
-            if problem is None:
-                return con
-            con.close()
-            if attempt == 2:
-                break
-            self._discard(path, problem)
-        raise SessionLogError(f"cannot open the session index {path}; delete it and retry")
-
-    def _prepare(self, con: sqlite3.Connection) -> str | None:
-        problem = prepare(con)
-        if problem is not None:
-            return problem
-        con.executescript(_SCHEMA)
-        row = con.execute("SELECT value FROM meta WHERE key = 'sessions'").fetchone()
-        if row is None or row[0] != FORMAT:
-            with immediate(con):
-                con.execute("INSERT INTO fts(fts) VALUES ('delete-all')")
-                for table in ("units", "headings", "files", "session_logs", "session_units"):
-                    con.execute(f"DELETE FROM {table}")
-                con.execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('sessions', ?)", (FORMAT,)
-                )
-        return None
-
-    def _discard(self, path: Path, reason: str) -> None:
-        self._warn(f"{path} was unusable ({reason}); it is built again from the logs")
-        remove_database(path)
-
-    def _warn(self, message: str) -> None:
-        text = f"memdir session index: {message}"
-        warnings.warn(text, RuntimeWarning, stacklevel=4)
-        logger.warning("%s", text)
 
     def recover(self, exc: sqlite3.DatabaseError) -> bool:
         """Drop a database found damaged while in use, so the next use rebuilds it.
@@ -262,7 +172,7 @@ class SessionIndex:
         with self.lock:
             self.close()
             if self.path is not None:
-                self._discard(self.path, str(exc))
+                discard(self.path, str(exc))
         return True
 
     # -- refreshing -----------------------------------------------------------------------
