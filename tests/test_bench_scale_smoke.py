@@ -16,7 +16,7 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 def bench() -> dict[str, ModuleType]:
     with pytest.MonkeyPatch.context() as mp:
         mp.syspath_prepend(str(BENCHMARKS))
-        names = ("_corpus", "_scale_report", "scale")
+        names = ("_corpus", "_scale_report", "scale", "_peer_engines")
         return {name: importlib.import_module(name) for name in names}
 
 
@@ -60,7 +60,13 @@ def test_all_engines_run_side_by_side(
         cache_root=tmp_path / "cache",
     )
     engines = {e.name: e for e in size.engines}
-    assert set(engines) == {"memdir", "fts5", "substring"}
+    peers = {"tantivy", "bm25s"}
+    installed = {p for p in peers if not bench["_peer_engines"].missing_packages(p)}
+    assert set(engines) == {"memdir", "fts5", "substring"} | installed
+    for name in peers - installed:  # a peer that is not installed is left out, and said so
+        assert "not installed" in size.checks[f"{name} left out"]
+    for name in installed:  # a peer that runs finds the lines holding a one-term query
+        assert sum(engines[name].recall[1]) > 0
     assert size.checks["corpus lines (non-blank)"] == 2_000
     assert engines["fts5"].rows == 2_000
     assert engines["memdir"].rows > 0 and engines["memdir"].size_bytes > 0
