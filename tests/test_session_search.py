@@ -127,14 +127,13 @@ def test_a_fact_said_once_in_a_compacted_session_is_found_in_the_top_5(any_ws: W
 
 def test_memory_search_keeps_to_memory_unless_asked_for_sessions(any_ws: Workspace) -> None:
     log(any_ws, "s1", FACT, "Noted.")
-    if any_ws.is_local:  # the memory index on PostgreSQL is another engine
-        memory_add("The Lisbon office storage room holds the spare chairs.", workspace=any_ws)
-        assert "KESTREL" not in memory_search("Lisbon storage door code", workspace=any_ws)
-        both = memory_search(
-            "Lisbon storage door code", sources=("memory", "sessions"), workspace=any_ws
-        )
-        assert "in memory and past sessions" in both
-        assert "sessions/s1.log.jsonl#L1" in both and "memory/" in both
+    memory_add("The Lisbon office storage room holds the spare chairs.", workspace=any_ws)
+    assert "KESTREL" not in memory_search("Lisbon storage door code", workspace=any_ws)
+    both = memory_search(
+        "Lisbon storage door code", sources=("memory", "sessions"), workspace=any_ws
+    )
+    assert "in memory and past sessions" in both
+    assert "sessions/s1.log.jsonl#L1" in both and "memory/" in both
     only = memory_search("Lisbon storage door code", sources=["sessions"], workspace=any_ws)
     assert hit_lines(only)[0].startswith("sessions/s1.log.jsonl#L1 [user")
     bad = memory_search("door", sources=["web"], workspace=any_ws)
