@@ -14,7 +14,12 @@ The engine finds a few hundred candidates cheaply; this module scores them preci
 * **curated**: ``MEMORY.md`` gets a small boost (it holds distilled, long-lived facts);
 * **context**: a matching line next to a strong match (same file and section) inherits part
   of its score: in a conversation the answer often follows the line that names the topic.
-  Lines without any query term are never returned;
+  Lines without any query term are returned only through feedback;
+* **feedback**: when the query's own words find fewer lines than were asked for, and the query
+  is short, the rarest new words of the best hits (the entity they name: ``小米11`` for
+  ``我的手机是小米11``) find the lines that go on about the same thing (a follow-up that says
+  ``小米11真的…`` but not ``手机``, the other half of a two-step question), ranked below the hits
+  that named it (:mod:`memdir.index._feedback`);
 * **dedupe**: identical lines (same text after normalisation) are shown once, the best one.
 
 Each feature can be switched off in :class:`RankConfig`; ``benchmarks/retrieval.py --ablate``
@@ -60,6 +65,11 @@ class RankConfig:
     context_weight: float = 0.3
     context_top: int = 10
     candidates: int = 40
+    feedback: bool = True
+    feedback_top: int = 2
+    feedback_terms: int = 3
+    feedback_weight: float = 0.3
+    feedback_query_terms: int = 6
     postings_budget: int = 1_000
 
 

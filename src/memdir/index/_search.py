@@ -25,6 +25,7 @@ from collections.abc import Collection, Container
 
 from memdir.index import _rank
 from memdir.index._engine import Engine, FileInfo, StoredRow
+from memdir.index._feedback import with_feedback
 from memdir.index._porter import stem
 from memdir.index._query import Term, analyze_query
 from memdir.index._rank import RankConfig, Scorer, WeightedTerm, finish, idf
@@ -287,6 +288,18 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
     scores = {rowid: scorer.score(row) for rowid, row in rows.items()}
     if config.context:
         scores = _with_context(engine, scorer, rows, scores, pre)
+    if config.feedback:
+        scores = with_feedback(
+            engine,
+            rows,
+            scores,
+            terms,
+            len(main),
+            total=total,
+            avgdl=avgdl,
+            limit=limit,
+            config=config,
+        )
     return [
         hit_of(item.row, item.score) for item in finish(scores, rows, limit=limit, config=config)
     ]
