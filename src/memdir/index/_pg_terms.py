@@ -6,53 +6,103 @@ by one, pictographs as words, Latin diacritics folded) stemmed by memdir's Porte
 written as a literal, so the ``'simple'`` configuration never re-reads it. A query term becomes
 the same stemmed tokens joined by ``<->`` (a phrase), which matches exactly the rows an FTS5
 phrase matches.
+
+Two to :data:`GRAM` CJK characters that are consecutive tokens are also stored as one lexeme
+(the n-gram) at the first one's position. A CJK word of up to :data:`GRAM` characters is then
+one exact lexeme of the GIN index, and a longer one the chain of its :data:`GRAM`-grams joined by
+``<->``. The rows holding those n-grams at consecutive positions are exactly the rows holding
+the characters at consecutive positions, so the matches are those of the FTS5 phrase, but
+PostgreSQL need not recheck the positions of common characters row by row, and its planner
+knows the word's own frequency.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from memdir.index._porter import stem
-from memdir.index._text import fold, text_tokens
+from memdir.index._rank import _tokens as fast_tokens
+from memdir.index._text import CJK_CHARS, fold, text_tokens
 
-__all__ = ["tsquery_of", "tsvector_of"]
+__all__ = ["GRAM", "tsquery_of", "tsvector_of"]
 
-_MAX_POS = 16_383  # the highest position a tsvector keeps
-_MAX_POSITIONS = 255  # positions kept per lexeme
 _MAX_LEXEME = 2_000  # bytes (PostgreSQL refuses a lexeme of 2 kB or more)
 _MAX_LITERAL = 900_000  # bytes (a tsvector holds at most 1 MB)
+_CJK = re.compile(f"[{CJK_CHARS}]")
+GRAM = 4
+"""The longest CJK n-gram stored as one lexeme (query words are mostly 2-4 characters)."""
+# PostgreSQL itself keeps at most 256 positions per lexeme and clamps them to 16,383.
 
 
 def _quoted(token: str) -> str:
     return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def tsvector_of(content: str) -> tuple[int, str]:
-    """``(token count, tsvector literal)`` of one unit's text."""
-    tokens = text_tokens(content)
+def _positions(tokens: list[str]) -> dict[str, list[int]]:
+    """Stemmed lexemes and their 1-based positions, with the CJK n-grams (see above)."""
     where: dict[str, list[int]] = {}
+    run = ""  # the CJK characters just before, as consecutive tokens (at most GRAM - 1)
     for i, token in enumerate(tokens, start=1):
-        if len(token) > _MAX_LEXEME // 4 and len(token.encode()) >= _MAX_LEXEME:
+        if len(token) * 4 >= _MAX_LEXEME and len(token.encode()) >= _MAX_LEXEME:
+            run = ""
             continue
         key = stem(token)
         found = where.get(key)
         if found is None:
-            where[key] = [min(i, _MAX_POS)]
-        elif len(found) < _MAX_POSITIONS and i <= _MAX_POS:
+            where[key] = [i]
+        else:
             found.append(i)
-    parts: list[str] = []
-    size = 0
-    for key, positions in where.items():
-        part = _quoted(key) + ":" + ",".join(map(str, positions))
-        size += len(part) + 1
-        if size > _MAX_LITERAL:
-            break
-        parts.append(part)
-    return len(tokens), " ".join(parts)
+        if len(token) != 1 or _CJK.match(token) is None:
+            run = ""
+            continue
+        run += token
+        for n in range(2, len(run) + 1):
+            gram = run[-n:]
+            found = where.get(gram)
+            if found is None:
+                where[gram] = [i - n + 1]
+            else:
+                found.append(i - n + 1)
+        run = run[-(GRAM - 1) :]
+    return where
+
+
+def tsvector_of(content: str) -> tuple[int, str]:
+    """``(token count, tsvector literal)`` of one unit's text."""
+    if content.isascii():
+        tokens = fast_tokens(content)
+        where: dict[str, list[int]] = {}
+        if len(content) >= _MAX_LEXEME and max(map(len, tokens), default=0) >= _MAX_LEXEME:
+            return len(tokens), _literal(_positions(tokens))
+        for i, token in enumerate(tokens, start=1):
+            key = stem(token)
+            found = where.get(key)
+            if found is None:
+                where[key] = [i]
+            else:
+                found.append(i)
+    else:
+        tokens = text_tokens(content)
+        where = _positions(tokens)
+    return len(tokens), _literal(where)
+
+
+def _literal(where: dict[str, list[int]]) -> str:
+    # Lexemes are letters and digits only (no quote or backslash to escape).
+    literal = " ".join(f"'{key}':{','.join(map(str, at))}" for key, at in where.items())
+    if len(literal) > _MAX_LITERAL:
+        literal = literal[: literal.rfind(" ", 0, _MAX_LITERAL)]
+    return literal
 
 
 def _phrase(tokens: tuple[str, ...]) -> str:
-    return " <-> ".join(_quoted(stem(fold(token))) for token in tokens)
+    folded = [stem(fold(token)) for token in tokens]
+    if len(folded) > 1 and all(len(t) == 1 and _CJK.match(t) for t in folded):
+        text = "".join(folded)  # a CJK word: one n-gram, or a chain of them (see above)
+        n = min(GRAM, len(text))
+        folded = [text[i : i + n] for i in range(len(text) - n + 1)]
+    return " <-> ".join(_quoted(token) for token in folded)
 
 
 def tsquery_of(terms: Sequence[tuple[str, ...]]) -> str:

@@ -61,6 +61,7 @@ def _statements(schema: str) -> dict[str, str]:
         "reset_units": f"DELETE FROM {u} WHERE ns = %s",
         "reset_headings": f"DELETE FROM {h} WHERE ns = %s",
         "analyze": f"ANALYZE {u}",
+        "merge": f"SELECT gin_clean_pending_list('{s}.index_units_terms'::regclass)",
     }
 
 
@@ -256,12 +257,14 @@ class PgFiles:
         cur.execute(self.q("drop_headings"), (self.ns, lo, hi))
 
     def _analyze_after(self, written: int) -> None:
-        """Refresh the planner's statistics after many new rows (it picks the scan by them)."""
+        """After many new rows, merge the GIN index's pending entries (every search would scan
+        them) and refresh the planner's statistics (it picks the scan by them)."""
         self._written += written
         if self._written >= _ANALYZE_EVERY and not self._conn.info.transaction_status:
             self._written = 0
-            with contextlib.suppress(Exception):  # not the table's owner: autovacuum does it
-                self._conn.execute(self.q("analyze"))
+            for name in ("merge", "analyze"):
+                with contextlib.suppress(Exception):  # not the owner: autovacuum does it
+                    self._conn.execute(self.q(name))
 
     def confirm(self, path: str, snap: FileSnapshot) -> bool:
         """Record the stamp of an unchanged file read beforehand, if its rows are as read."""
