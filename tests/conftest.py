@@ -75,12 +75,24 @@ def postgres_server() -> Iterator[str]:
 
 
 @pytest.fixture
-def pg_url(postgres_server: str) -> str:
-    """A workspace URL of its own for one test (a fresh schema on the session's server)."""
+def pg_url(postgres_server: str) -> Iterator[str]:
+    """A workspace URL of its own for one test (a fresh schema on the session's server).
+
+    Its connections are closed after the test, so a long run stays under the server's limit.
+    """
     import uuid
 
+    from memdir.store.postgres import _connect
+    from memdir.tools._core import close_shared_indexes
+
     sep = "&" if "?" in postgres_server else "?"
-    return f"{postgres_server}{sep}schema=t_{uuid.uuid4().hex[:16]}"
+    url = f"{postgres_server}{sep}schema=t_{uuid.uuid4().hex[:16]}"
+    yield url
+    close_shared_indexes()
+    with _connect._DATABASES_LOCK:
+        opened = _connect._DATABASES.pop(url, None)
+    if opened is not None:
+        opened.close()
 
 
 @pytest.fixture(params=["files", "postgres"])

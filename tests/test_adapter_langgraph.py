@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -29,8 +30,10 @@ def ws(any_ws: Workspace) -> Workspace:
 
 
 @pytest.fixture
-def store(ws: Workspace) -> MemdirStore:
-    return MemdirStore(ws)
+def store(ws: Workspace) -> Iterator[MemdirStore]:
+    opened = MemdirStore(ws)
+    yield opened
+    opened.close()
 
 
 def keys(items: list[Any]) -> list[str]:

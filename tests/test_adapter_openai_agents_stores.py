@@ -119,6 +119,7 @@ async def test_a_run_that_compacts_flushes_and_evicts(any_ws: Workspace) -> None
     agent2 = Agent(name="clerk", model=model2, tools=memdir_function_tools(any_ws))
     second = MemdirSession("chat-2", any_ws)
     reply = await Runner.run(agent2, "What was the codename of release 3?", session=second)
+    await second.aclose()
     assert "Orchid3" in reply.final_output and "memory/" in reply.final_output
 
 

@@ -62,6 +62,7 @@ async def test_a_run_that_injects_compacts_evicts_and_flushes(any_ws: Workspace)
 
     fresh = MemdirCompaction(any_ws, session_id="chat-2")
     reply = await Agent(FunctionModel(search), capabilities=[fresh]).run("Codename of release 3?")
+    await fresh.aclose()
     assert "Orchid3" in reply.output and "memory/" in reply.output
 
 
