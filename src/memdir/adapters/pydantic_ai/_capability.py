@@ -164,6 +164,7 @@ class MemdirCompaction(AbstractCapability[Any]):
         self.toolset = memdir_toolset(self.workspace) if memory_tools else None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._cache: dict[int, tuple[ModelMessage, list[Msg]]] = {}
+        self._logged: set[str] = set()  # ids this capability appended to the log
 
     # -- what the capability adds to the agent --------------------------------------------------
 
@@ -187,7 +188,7 @@ class MemdirCompaction(AbstractCapability[Any]):
         """Log, evict and compact the conversation before it is sent."""
         messages = list(request_context.messages)
         msgs = self._convert(messages)
-        await asyncio.to_thread(self.log.append, self._for_log(msgs))
+        await self._log(msgs)
         changed = False
         if self.evictor is not None:
             outcome = self.evictor.evict(msgs)
@@ -203,7 +204,7 @@ class MemdirCompaction(AbstractCapability[Any]):
             if result is not None:
                 msgs, changed = result.messages, True
                 self.last_compaction = result
-                await asyncio.to_thread(self.log.append, self._for_log(msgs))
+                await self._log(msgs)
         if changed:
             rebuilt = msgs_to_messages(msgs)
             request_context.messages = list(rebuilt)
@@ -242,11 +243,21 @@ class MemdirCompaction(AbstractCapability[Any]):
             self._cache = {k: v for k, v in cache.items() if k in live}
         return out
 
-    def _for_log(self, msgs: list[Msg]) -> list[Msg]:
-        if self.redactor is None:
-            return msgs
-        redactor = self.redactor
-        return [mask_metadata(m, MESSAGE_KEY, redactor, opaque=_OPAQUE) for m in msgs]
+    async def _log(self, msgs: list[Msg]) -> None:
+        """Append the messages this capability has not logged yet, masked.
+
+        The log skips what it holds anyway (another process may have logged a message);
+        remembering what was logged here spares masking and locking the whole history again
+        on every request.
+        """
+        fresh = [m for m in msgs if m.id not in self._logged]
+        if not fresh:
+            return
+        if self.redactor is not None:
+            redactor = self.redactor
+            fresh = [mask_metadata(m, MESSAGE_KEY, redactor, opaque=_OPAQUE) for m in fresh]
+        await asyncio.to_thread(self.log.append, fresh)
+        self._logged.update(m.id for m in fresh)
 
     async def _flush_before_compaction(self, msgs: Sequence[Msg], *, session_id: str) -> None:
         if self.flush_manager is not None:
