@@ -19,6 +19,11 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+# Tests choose hybrid search explicitly: with the bundled embedder installed, every workspace
+# would otherwise embed its lines in each maintenance pass (spawned workers inherit this).
+os.environ["MEMDIR_EMBEDDER"] = "off"
+
+
 class _NetworkBlocked(RuntimeError):
     pass
 

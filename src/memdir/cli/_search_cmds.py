@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +18,9 @@ from memdir.cli._common import (
     progress_bar,
 )
 
+if TYPE_CHECKING:
+    from memdir.index import MemoryIndex
+
 JSON_HELP = "Print JSON on stdout instead of text."
 
 
@@ -29,14 +33,20 @@ JSON_HELP = "Print JSON on stdout instead of text."
 )
 @click.option(
     "--embedder",
-    metavar="NAME|off",
+    metavar="NAME|off|auto",
     help="Set the workspace's embedder for hybrid search (e5, ollama:MODEL, openai:MODEL, "
-    "dashscope:MODEL) and embed; 'off' removes it.",
+    "dashscope:MODEL) and embed; 'off': lexical only; 'auto': the bundled e5 when "
+    "memdir[embeddings] is installed (the default).",
+)
+@click.option(
+    "--status",
+    is_flag=True,
+    help="Only show what the index holds: files, lines, embedder, vectors, pending.",
 )
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @pass_state
 def index_cmd(
-    state: CliState, full: bool, embed: bool, embedder: str | None, as_json: bool
+    state: CliState, full: bool, embed: bool, embedder: str | None, status: bool, as_json: bool
 ) -> None:
     """Bring the search index up to date with the memory files (changed files only).
 
@@ -45,19 +55,26 @@ def index_cmd(
     the index for damage (an integrity check, every stored line against its file) and
     rebuilds it from the files if it finds any.
 
-    Hybrid search: `memdir index --embedder e5` (needs `pip install 'memdir[embeddings]'`)
-    makes every search of this workspace also rank lines by meaning, and computes the
-    vectors; later `memdir index --embed` (or `memdir maintain`) computes those of new lines.
-    Interrupting it loses nothing: the next run goes on where it stopped.
+    Hybrid search: with `pip install 'memdir[embeddings]'` every search also ranks lines by
+    meaning (the bundled e5, on the CPU) once their vectors exist; `memdir maintain` (and the
+    agent's background maintenance) computes them, newest first, and `memdir index --embed`
+    computes them all now. Interrupting it loses nothing: the next run goes on where it
+    stopped. `--embedder NAME` picks another embedder, `--embedder off` keeps the workspace
+    lexical, and `--status` shows where it stands.
     """
     from memdir.index import MemoryIndex
 
+    if status and (full or embed or embedder is not None):
+        raise click.UsageError("--status only reports: use it without --full, --embed, --embedder")
     ws = state.workspace(create=False)
     out: dict[str, object] = {"workspace": ws.describe()}
     with MemoryIndex(ws) as index:
+        if status:
+            _print_status(index, out, as_json)
+            return
         if embedder is not None:
-            index.set_default_embedder(None if embedder.strip().lower() == "off" else embedder)
-            embed = embedder.strip().lower() != "off"
+            index.set_default_embedder(embedder)
+            embed = embedder.strip().lower() not in ("off", "auto")
         with progress_bar("indexing", enabled=sys.stderr.isatty() and not as_json) as progress:
             # Plain `memdir index` also looks for damage (and rebuilds): about 0.3 s per 100k lines.
             stats = index.index_all_from_workspace(full=full, check=not full, progress=progress)
@@ -88,6 +105,37 @@ def index_cmd(
                 )
     if as_json:
         echo_json(out)
+
+
+_CHOICE = {
+    "setting": "set for this workspace",
+    "automatic": "automatic: memdir[embeddings] is installed",
+    "environment": "from MEMDIR_EMBEDDER",
+    "argument": "given to MemoryIndex",
+    "off": "off for this workspace or by MEMDIR_EMBEDDER (`memdir index --embedder e5` sets one)",
+    "unavailable": "lexical only: pip install 'memdir[embeddings]' for hybrid search",
+}
+
+
+def _print_status(index: MemoryIndex, out: dict[str, object], as_json: bool) -> None:
+    status = index.status()
+    out.update(dataclasses.asdict(status))
+    if as_json:
+        echo_json(out)
+        return
+    files = f"{status.files:,} file" + ("" if status.files == 1 else "s")
+    lines = f"{status.lines:,} line" + ("" if status.lines == 1 else "s")
+    click.echo(f"{files}, {lines} indexed")
+    if status.embedder is None:
+        click.echo(f"embedder: none ({_CHOICE.get(status.choice, status.choice)})")
+        return
+    click.echo(f"embedder: {status.embedder} ({_CHOICE.get(status.choice, status.choice)})")
+    share = status.vectors / max(1, status.vectors + status.pending)
+    click.echo(
+        f"vectors: {status.vectors:,} of {status.vectors + status.pending:,} lines "
+        f"({share:.0%}), {status.pending:,} pending"
+        + (" (computed in the background by `memdir maintain`)" if status.pending else "")
+    )
 
 
 @click.command("search", epilog=EXIT_HELP)

@@ -8,6 +8,6 @@
 from __future__ import annotations
 
 from memdir.index._core import MemoryIndex
-from memdir.index._types import EmbedStats, IndexStats, SearchHit
+from memdir.index._types import EmbedStats, IndexStats, IndexStatus, SearchHit
 
-__all__ = ["EmbedStats", "IndexStats", "MemoryIndex", "SearchHit"]
+__all__ = ["EmbedStats", "IndexStats", "IndexStatus", "MemoryIndex", "SearchHit"]

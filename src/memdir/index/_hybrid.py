@@ -7,7 +7,9 @@ nearest lines with the lexical ranking (:func:`fuse`).
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from memdir.embeddings import Embedder
     from memdir.index._pg_vectors import PgVectors
 
 __all__ = ["DENSE_WEIGHT", "FUSION_DEPTH", "RRF_K", "embed_pending", "fuse", "query_vector"]
@@ -38,19 +41,41 @@ DENSE_WEIGHT = 0.7
 stronger one wherever the query shares words with the memory (docs/benchmarks.md)."""
 
 
+QUERY_CACHE_SIZE = 256
+"""Query vectors kept per process (an agent asks the same thing again; a dialogue costs the
+e5 embedder 0.2-0.5 s on a loaded two-core machine)."""
+_QUERY_CACHE: OrderedDict[tuple[int, str], tuple[Embedder, npt.NDArray[np.float32]]] = OrderedDict()
+_QUERY_LOCK = threading.Lock()
+
+
 def query_vector(dense: DenseIndex, query: str) -> npt.NDArray[np.float32]:
     """The unit vector of ``query``; any embedder, built in or not, gets it bounded.
+
+    The :data:`QUERY_CACHE_SIZE` most recent query vectors of each embedder are reused.
 
     Raises:
         ConfigError: the embedder returned a vector of the wrong shape.
         ModelError: an embedding service failed.
     """
-    vector = normalized(dense.embedder.embed_query(embedding_query(query)))
-    if vector.shape != (dense.embedder.dim,):
+    embedder = dense.embedder
+    text = embedding_query(query)
+    key = (id(embedder), text)
+    with _QUERY_LOCK:
+        cached = _QUERY_CACHE.get(key)
+        if cached is not None and cached[0] is embedder:
+            _QUERY_CACHE.move_to_end(key)
+            return cached[1]
+    vector = normalized(embedder.embed_query(text))
+    if vector.shape != (embedder.dim,):
         raise ConfigError(
-            f"embedder {dense.embedder.name!r} returned a vector of shape {vector.shape} "
-            f"for a query, expected ({dense.embedder.dim},)"
+            f"embedder {embedder.name!r} returned a vector of shape {vector.shape} "
+            f"for a query, expected ({embedder.dim},)"
         )
+    vector.setflags(write=False)  # shared by every later search for the same words
+    with _QUERY_LOCK:
+        _QUERY_CACHE[key] = (embedder, vector)
+        while len(_QUERY_CACHE) > QUERY_CACHE_SIZE:
+            _QUERY_CACHE.popitem(last=False)
     return vector
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["EmbedStats", "IndexStats", "SearchHit"]
+__all__ = ["EmbedStats", "IndexStats", "IndexStatus", "SearchHit"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,3 +74,26 @@ class EmbedStats:
     total: int
     removed: int
     seconds: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexStatus:
+    """What :meth:`MemoryIndex.status` found.
+
+    Attributes:
+        files: memory files in the index.
+        lines: searchable units in the index.
+        embedder: the embedder searches use (``None``: lexical only).
+        choice: why: ``"setting"`` (the workspace's setting), ``"automatic"`` (no setting, the
+            bundled e5 is installed), ``"off"``, ``"unavailable"`` (no setting and no
+            embedder installed) or ``"argument"`` (given to :class:`MemoryIndex`).
+        vectors: distinct lines that have a vector (0 when lexical).
+        pending: distinct lines still waiting for one; searches fuse what exists.
+    """
+
+    files: int
+    lines: int
+    embedder: str | None
+    choice: str
+    vectors: int = 0
+    pending: int = 0
