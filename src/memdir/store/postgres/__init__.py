@@ -5,9 +5,10 @@ file of a workspace (or of a namespace of it) in the database, under the same re
 as on disk, so the memory code, the CLI and the tools work unchanged:
 
 - a file is a row of ``files`` (size, version, change time) and its content the ordered
-  ``chunks`` rows. An append is one transaction that adds one chunk under the file row's
-  lock: appends from any number of hosts are ordered, never torn, never lost, and an append
-  retried after a dropped connection is recognised by its key and not written twice;
+  ``chunks`` rows. An append is one statement (the ``append_chunk`` function, one round
+  trip) that adds one chunk under the file row's lock: appends from any number of hosts are
+  ordered, never torn, never lost, and an append retried after a dropped connection is
+  recognised by its key and not written twice;
 - a rewrite replaces the chunks in one transaction and bumps the version, so
   :meth:`replace_if` is a compare-and-swap; ``MEMORY.md`` is replaced that way and its previous
   versions are kept (``memory/.history/``, rows as well);
@@ -35,8 +36,6 @@ from memdir.store.postgres._locks import RowLock
 from memdir.store.postgres._schema import SCHEMA_VERSION, migrate
 
 __all__ = ["PostgresStore", "is_postgres_url", "redact_url"]
-
-_NEWLINE = 10
 
 
 def _check(rel: str, area: Area) -> None:
@@ -69,6 +68,9 @@ class PostgresStore(Store):
         self._chunks = sql.Identifier(s, "chunks")
         self._namespaces = sql.Identifier(s, "namespaces")
         self._generations = sql.Literal(f"{s}.generations")
+        self._append = sql.SQL("SELECT first_byte, end_byte FROM {}(%s, %s, %s, %s)").format(
+            sql.Identifier(s, "append_chunk")
+        )
         self._ready = False
 
     def describe(self) -> str:
@@ -94,9 +96,9 @@ class PostgresStore(Store):
             self.db.migrated = True
         self._ready = True
 
-    def _tx(self, fn: Any, *, read_only: bool = False) -> Any:
+    def _tx(self, fn: Any, *, read_only: bool = False, autocommit: bool = False) -> Any:
         self._prepare()
-        return self.db.transaction(fn, read_only=read_only)
+        return self.db.transaction(fn, read_only=read_only, autocommit=autocommit)
 
     def close(self) -> None:
         return None  # the pool is shared by every namespace of the database
@@ -312,54 +314,14 @@ class PostgresStore(Store):
 
     def append(self, rel: str, data: bytes, area: Area, *, fsync: bool = True) -> tuple[int, int]:
         _check(rel, area)
-        key = uuid.uuid4()
+        key = uuid.uuid4()  # the same on a retry: an append whose commit was lost is found
 
         def append(cur: Any) -> tuple[int, int]:
-            cur.execute(
-                sql.SQL("SELECT start, length(data) FROM {} WHERE append_key = %s").format(
-                    self._chunks
-                ),
-                (key,),
-            )
-            done = cur.fetchone()
-            if done is not None:  # a retry of an append that was committed
-                end = int(done[0]) + int(done[1])
-                return end - len(data), end
-            cur.execute(
-                sql.SQL(
-                    "INSERT INTO {} (ns, path, size) VALUES (%s, %s, 0) ON CONFLICT DO NOTHING"
-                ).format(self._files),
-                (self.ns, rel),
-            )
-            cur.execute(
-                sql.SQL(
-                    "SELECT size, last_byte FROM {} WHERE ns = %s AND path = %s FOR UPDATE"
-                ).format(self._files),
-                (self.ns, rel),
-            )
+            cur.execute(self._append, (self.ns, rel, data, key))
             row = cur.fetchone()
-            size, last = int(row[0]), row[1]
-            piece = data if size == 0 or last == _NEWLINE else b"\n" + data
-            if piece:
-                cur.execute(
-                    sql.SQL(
-                        "INSERT INTO {} (ns, path, start, data, append_key) "
-                        "VALUES (%s, %s, %s, %s, %s)"
-                    ).format(self._chunks),
-                    (self.ns, rel, size, piece, key),
-                )
-            cur.execute(
-                sql.SQL(
-                    "UPDATE {} SET size = size + %s, last_byte = coalesce(%s, last_byte), "
-                    "version = version + 1, mtime = clock_timestamp() "
-                    "WHERE ns = %s AND path = %s"
-                ).format(self._files),
-                (len(piece), piece[-1] if piece else None, self.ns, rel),
-            )
-            end = size + len(piece)
-            return end - len(data), end
+            return int(row[0]), int(row[1])
 
-        result: tuple[int, int] = self._tx(append)
+        result: tuple[int, int] = self._tx(append, autocommit=True)
         return result
 
     def delete(self, rel: str, area: Area) -> bool:

@@ -108,8 +108,14 @@ class Database:
                     ) from exc
                 self._opened = True
 
-    def transaction(self, fn: Callable[[Any], _T], *, read_only: bool = False) -> _T:
+    def transaction(
+        self, fn: Callable[[Any], _T], *, read_only: bool = False, autocommit: bool = False
+    ) -> _T:
         """Run ``fn(cursor)`` in one transaction; retried on a broken connection.
+
+        With ``autocommit``, ``fn`` runs a single statement, which is its own transaction: no
+        ``BEGIN`` and ``COMMIT`` round trips, and no lock held while the client is between
+        statements.
 
         Raises:
             WorkspaceError: the database cannot be reached, or keeps failing.
@@ -120,6 +126,11 @@ class Database:
         for attempt in range(1, _ATTEMPTS + 1):
             try:
                 with self._pool.connection() as conn:
+                    if conn.autocommit != autocommit:  # idle: no round trip
+                        conn.autocommit = autocommit
+                    if autocommit:
+                        with conn.cursor() as cur:
+                            return fn(cur)
                     conn.read_only = read_only
                     with conn.transaction(), conn.cursor() as cur:
                         return fn(cur)
