@@ -21,6 +21,7 @@ from memdir.embeddings import (
     embedding_query,
 )
 from memdir.index import MemoryIndex
+from memdir.index._hybrid import _QUERY_CACHE
 from memdir.testing import ConceptEmbedder
 from memdir.workspace import Workspace
 
@@ -60,6 +61,7 @@ def test_a_hostile_query_reaches_the_embedder_bounded(ws: Workspace) -> None:
         index.search(NORMAL)
         sent = {}
         for name, query in HOSTILE.items():
+            _QUERY_CACHE.clear()  # a bounded query equal to an earlier one would be reused
             index.search(query)
             sent[name] = embedder.queries[-1]
     assert embedder.queries[0] == NORMAL  # an ordinary query is not touched

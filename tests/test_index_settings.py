@@ -91,12 +91,14 @@ def test_an_older_workspace_setting_is_moved_on_first_open(ws: Workspace) -> Non
     assert code == 0, output
 
 
-def test_embedder_off_removes_the_setting_and_the_vectors(ws: Workspace) -> None:
+def test_embedder_off_turns_hybrid_off_and_removes_the_vectors(ws: Workspace) -> None:
     _embedded(ws)
     result = CliRunner().invoke(cli, ["--workspace", str(ws.root), "index", "--embedder", "off"])
     assert result.exit_code == 0, result.output
     assert not (ws.index_dir / "vectors.db").exists()
-    assert "embedder" not in json.loads((ws.index_dir / "settings.json").read_text("utf-8"))
+    # Recorded as off, so that the bundled embedder, when installed, is not used either.
+    settings = json.loads((ws.index_dir / "settings.json").read_text("utf-8"))
+    assert settings["embedder"] == "off"
     with MemoryIndex(ws) as index:
         assert index.embedder is None
     code, output = _index_embed(ws)
