@@ -31,13 +31,24 @@ def _secret(user: str) -> str:
 def root(tmp_path: Path) -> Path:
     """A workspace root with a memory at the root and one per user, each with its own word."""
     base = tmp_path / "ws"
+    _populate(base)
+    return base
+
+
+@pytest.fixture
+def pg_root(pg_url: str) -> str:
+    """The same memories in a PostgreSQL workspace."""
+    _populate(pg_url)
+    return pg_url
+
+
+def _populate(base: Path | str) -> None:
     rootws = Workspace(base)
     rootws.write_text("MEMORY.md", f"## Template\n- codeword {_secret('root')} at the root\n")
     for user in USERS:
         ws = Workspace(base, namespace=user)
         ws.write_text("MEMORY.md", f"## About\n- codeword {_secret(user)} is curated\n")
         assert "Saved" in memory_add(f"{user} noted codeword {_secret(user)}", workspace=ws)
-    return base
 
 
 # -- names -------------------------------------------------------------------------------------
@@ -203,6 +214,28 @@ def test_call_tool_keeps_the_namespace_out_of_the_models_hands(root: Path) -> No
 def test_random_namespace_path_and_query_never_reach_another_namespace(
     root: Path, user: str, path: str, query: str
 ) -> None:
+    _never_reaches_another(root, user, path, query)
+
+
+@settings(
+    max_examples=1_000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    user=st.sampled_from(USERS),
+    path=st.one_of(
+        st.sampled_from(["MEMORY.md", "memory", "../", "ns", "../../ns/bob", "..", "/"]),
+        st.text(alphabet="./nsbolicearMEMORY-_d", max_size=40),
+    ),
+    query=st.one_of(st.sampled_from(["codeword", "secretwordbob", "*", "\"", "ns/bob"]),
+                    st.text(max_size=30)),
+)  # fmt: skip
+def test_random_namespace_path_and_query_never_reach_another_namespace_in_postgresql(
+    pg_root: str, user: str, path: str, query: str
+) -> None:
+    _never_reaches_another(pg_root, user, path, query)
+
+
+def _never_reaches_another(root: Path | str, user: str, path: str, query: str) -> None:
     # Another namespace's word, unless the query itself holds it (a no-match note repeats it).
     others = [_secret(u) for u in (*USERS, "root") if u != user and _secret(u) not in query]
     outputs = [
