@@ -257,3 +257,72 @@ def test_hybrid_search_keeps_its_setting_and_vectors_in_the_database(pg_ws: Work
         assert not (index.embedder and index.embedder.name.startswith(ollama))
     with MemoryIndex(pg_ws, embedder=embedder) as index:
         assert index.embed_pending(max_seconds=0).pending == stats.embedded  # vectors deleted
+
+
+def _postings(ws: Workspace) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """Every posting row, and every lexeme of every stored unit, both sorted."""
+    import psycopg
+
+    db = ws.store.db  # type: ignore[attr-defined]
+    s = f'"{db.schema}"'
+    with psycopg.connect(db.conninfo) as conn:
+        postings = conn.execute(f"SELECT ns, lexeme, id FROM {s}.index_postings ORDER BY 1, 2, 3")
+        units = conn.execute(
+            f"SELECT ns, l, id FROM {s}.index_units, unnest(tsvector_to_array(terms)) AS l"
+            " ORDER BY 1, 2, 3"
+        )
+        return postings.fetchall(), units.fetchall()
+
+
+def test_the_posting_lists_follow_every_insert_edit_deletion_and_rebuild(pg_url: str) -> None:
+    ws = Workspace(pg_url, tz="UTC")
+    other = Workspace(pg_url, tz="UTC", namespace="other")
+    _fill(ws)
+    _fill(other)
+    with MemoryIndex(ws) as index, MemoryIndex(other) as elsewhere:
+        index.refresh()
+        elsewhere.refresh()
+        postings, lexemes = _postings(ws)
+        assert postings == lexemes and len(postings) > 200
+        start, _ = ws.append_text("memory/2026-11-29.md", "- Carol joins the team 周一.\n")
+        index.index_appended("memory/2026-11-29.md", start)
+        edited = LEDGERS["memory/2026-11-25.md"].replace("周五", "周四")
+        ws.write_text("memory/2026-11-25.md", edited)
+        ws.delete("memory/2026-11-20.md")
+        index.refresh()
+        now, lexemes = _postings(ws)
+        assert now == lexemes
+        hits = [h.content for h in index.search("周四")]
+        assert hits == ["- 周四部署了数据库迁移，保留一周回滚方案。"]
+        assert not index.search("周五") and not index.search("chess")
+        index.index_all_from_workspace(full=True)
+        after, lexemes = _postings(ws)
+        assert after == lexemes
+        assert {row for row in after if row[0] == "other"} == {
+            row for row in postings if row[0] == "other"
+        }  # the rebuild of one namespace left the other's postings alone
+        assert len(elsewhere.search("周五")) == 1
+
+
+def test_an_index_made_before_the_posting_lists_gets_them_when_migrated(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memdir.store.postgres import _schema
+
+    local = Workspace(tmp_path / "ws", tz="UTC")
+    _fill(local)
+    older = {v: steps for v, steps in _schema.MIGRATIONS.items() if v < 5}
+    with monkeypatch.context() as patch:
+        patch.setattr(_schema, "MIGRATIONS", older)
+        ws = Workspace(pg_url, tz="UTC")
+        _fill(ws)
+        with MemoryIndex(ws) as index:
+            index.refresh()  # units with their tsvectors, written before migration 5
+    db = ws.store.db  # type: ignore[attr-defined]
+    assert _schema.migrate(db.transaction, db.schema) == 1  # as `memdir db upgrade` runs it
+    with MemoryIndex(local) as on_files, MemoryIndex(ws) as in_pg:
+        on_files.refresh()
+        assert in_pg.refresh().files_indexed == 0  # nothing re-indexed: the rows were kept
+        assert _results(in_pg) == _results(on_files)
+        postings, lexemes = _postings(ws)
+        assert postings == lexemes and postings

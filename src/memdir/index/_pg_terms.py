@@ -9,8 +9,8 @@ phrase matches.
 
 Two to :data:`GRAM` CJK characters that are consecutive tokens are also stored as one lexeme
 (the n-gram) at the first one's position. A CJK word of up to :data:`GRAM` characters is then
-one exact lexeme of the GIN index, and a longer one the chain of its :data:`GRAM`-grams joined by
-``<->``. The rows holding those n-grams at consecutive positions are exactly the rows holding
+one exact lexeme (one posting list), and a longer one the chain of its :data:`GRAM`-grams joined
+by ``<->``. The rows holding those n-grams at consecutive positions are exactly the rows holding
 the characters at consecutive positions, so the matches are those of the FTS5 phrase, but
 PostgreSQL need not recheck the positions of common characters row by row, and its planner
 knows the word's own frequency.
@@ -25,9 +25,10 @@ from memdir.index._porter import stem
 from memdir.index._rank import _tokens as fast_tokens
 from memdir.index._text import CJK_CHARS, fold, text_tokens
 
-__all__ = ["GRAM", "tsquery_of", "tsvector_of"]
+__all__ = ["GRAM", "MAX_LEXEME", "lexemes_of", "tsquery_of", "tsvector_of"]
 
-_MAX_LEXEME = 2_000  # bytes (PostgreSQL refuses a lexeme of 2 kB or more)
+MAX_LEXEME = 2_000
+"""Bytes: a longer token is not stored (PostgreSQL refuses a lexeme of 2 kB or more)."""
 _MAX_LITERAL = 900_000  # bytes (a tsvector holds at most 1 MB)
 _CJK = re.compile(f"[{CJK_CHARS}]")
 GRAM = 4
@@ -44,7 +45,7 @@ def _positions(tokens: list[str]) -> dict[str, list[int]]:
     where: dict[str, list[int]] = {}
     run = ""  # the CJK characters just before, as consecutive tokens (at most GRAM - 1)
     for i, token in enumerate(tokens, start=1):
-        if len(token) * 4 >= _MAX_LEXEME and len(token.encode()) >= _MAX_LEXEME:
+        if len(token) * 4 >= MAX_LEXEME and len(token.encode()) >= MAX_LEXEME:
             run = ""
             continue
         key = stem(token)
@@ -73,7 +74,7 @@ def tsvector_of(content: str) -> tuple[int, str]:
     if content.isascii():
         tokens = fast_tokens(content)
         where: dict[str, list[int]] = {}
-        if len(content) >= _MAX_LEXEME and max(map(len, tokens), default=0) >= _MAX_LEXEME:
+        if len(content) >= MAX_LEXEME and max(map(len, tokens), default=0) >= MAX_LEXEME:
             return len(tokens), _literal(_positions(tokens))
         for i, token in enumerate(tokens, start=1):
             key = stem(token)
@@ -96,13 +97,18 @@ def _literal(where: dict[str, list[int]]) -> str:
     return literal
 
 
-def _phrase(tokens: tuple[str, ...]) -> str:
+def lexemes_of(tokens: Sequence[str]) -> list[str]:
+    """The lexemes of one query term, in order: the phrase a row must hold (see above)."""
     folded = [stem(fold(token)) for token in tokens]
     if len(folded) > 1 and all(len(t) == 1 and _CJK.match(t) for t in folded):
         text = "".join(folded)  # a CJK word: one n-gram, or a chain of them (see above)
         n = min(GRAM, len(text))
         folded = [text[i : i + n] for i in range(len(text) - n + 1)]
-    return " <-> ".join(_quoted(token) for token in folded)
+    return folded
+
+
+def _phrase(tokens: tuple[str, ...]) -> str:
+    return " <-> ".join(_quoted(token) for token in lexemes_of(tokens))
 
 
 def tsquery_of(terms: Sequence[tuple[str, ...]]) -> str:

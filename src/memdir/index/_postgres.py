@@ -1,16 +1,19 @@
 """PostgreSQL engine: the search index of a workspace kept in PostgreSQL, beside its files.
 
 The index lives in the same database and schema as the files (``index_files``,
-``index_units``, ``index_headings``; migration 2 of :mod:`memdir.store.postgres._schema`), one
-set of rows per namespace: every query names its namespace, so a search never sees another
-namespace's rows. Each unit stores memdir's own tokens as a ``tsvector`` (:mod:`memdir.index.
-_pg_terms`) under a GIN index; a query's candidates are fetched by ``tsquery`` in SQL, newest
-files first and bounded, and ranked by the same Python code as the SQLite engine
-(:mod:`memdir.index._search`, :mod:`memdir.index._rank`), so both give the same hits.
+``index_units``, ``index_headings``, ``index_postings``; migrations 2 and 5 of
+:mod:`memdir.store.postgres._schema`), one set of rows per namespace: every query names its
+namespace, so a search never sees another namespace's rows. Each unit stores memdir's own
+tokens as a ``tsvector`` (:mod:`memdir.index._pg_terms`), and each of its lexemes is a row of
+``index_postings`` keyed ``(ns, lexeme, id)``: a term's newest rows are a backward walk of that
+primary key, read from the index alone, as FTS5 walks its posting lists. Several lexemes (the
+terms of an ``AND``, the words of a phrase) are intersected in SQL, and a phrase is then
+checked against the candidates' ``tsvector``; the candidates are ranked by the same Python
+code as the SQLite engine (:mod:`memdir.index._search`, :mod:`memdir.index._rank`), so both
+give the same hits.
 
 The engine holds one connection of its own (not one of the store's pool): a search's queries
-run in one repeatable-read transaction, and the planner, knowing each term's frequency, walks
-the GIN index for a rare term and the primary key backwards for a common one.
+run in one repeatable-read transaction.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from memdir.errors import ConfigError, IndexError_
 from memdir.index._engine import FileInfo, StoredRow
 from memdir.index._markdown import ParsedFile
-from memdir.index._pg_terms import tsquery_of
+from memdir.index._pg_terms import MAX_LEXEME, lexemes_of, tsquery_of
 from memdir.index._postgres_files import PgFiles
 from memdir.index._schema import LINE_BITS
 from memdir.index._sqlite_files import file_range
@@ -29,13 +32,33 @@ from memdir.store.workspace import Workspace
 
 __all__ = ["PostgresEngine"]
 
+_JOINED = 4  # lexemes whose posting lists are intersected; a phrase checks the rest
+
+
+def _rowids_sql(schema: str, lists: int, check: bool) -> str:
+    """Ids holding ``lists`` lexemes (the newest first), and ``check``: the whole tsquery.
+
+    The posting lists are joined on the id, each an index-only walk of the primary key; the
+    planner drives from the rarest (it knows the lexemes' frequencies) and looks the others
+    up. ``check`` reads each candidate's tsvector (a phrase: positions next to each other).
+    """
+    p, u = f'"{schema}".index_postings', f'"{schema}".index_units'
+    joins = "".join(
+        f" JOIN {p} p{i} ON p{i}.ns = p0.ns AND p{i}.lexeme = %s AND p{i}.id = p0.id"
+        for i in range(1, lists)
+    )
+    if check:
+        joins += f" JOIN {u} u ON u.ns = p0.ns AND u.id = p0.id AND u.terms @@ %s::tsquery"
+    return (
+        f"SELECT p0.id FROM {p} p0{joins} WHERE p0.ns = %s AND p0.lexeme = %s"
+        " ORDER BY p0.id DESC LIMIT %s"
+    )
+
 
 def _reads(schema: str) -> dict[str, str]:
     s = f'"{schema}"'
     u, h = f"{s}.index_units", f"{s}.index_headings"
     return {
-        "rowids": f"SELECT id FROM {u} WHERE ns = %s AND terms @@ %s::tsquery"
-        " ORDER BY id DESC LIMIT %s",
         "neighbors": "SELECT q.id,"
         f" (SELECT max(x.id) FROM {u} x WHERE x.ns = %s AND x.id < q.id AND x.id >= q.lo),"
         f" (SELECT min(x.id) FROM {u} x WHERE x.ns = %s AND x.id > q.id AND x.id < q.hi)"
@@ -120,10 +143,22 @@ class PostgresEngine(PgFiles):
 
     def rowids(self, terms: Sequence[tuple[str, ...]], limit: int) -> list[int]:
         """Up to ``limit`` ids of rows holding every term, highest (newest files) first."""
-        query = tsquery_of(terms)
-        if not query:
+        phrases = [lexemes_of(tokens) for tokens in terms if tokens]
+        if not phrases:
             return []
-        rows = self._conn.execute(self.q("rowids"), (self.ns, query, limit)).fetchall()
+        lexemes = sorted({x for phrase in phrases for x in phrase}, key=len, reverse=True)
+        if any(len(x.encode()) >= MAX_LEXEME for x in lexemes):
+            return []  # never stored (nor accepted in a tsquery)
+        joined = lexemes[:_JOINED]  # the longest: rarest, mostly (the planner picks the order)
+        check = len(joined) < len(lexemes) or any(len(phrase) > 1 for phrase in phrases)
+        key = f"rowids:{len(joined)}:{check}"
+        if key not in self._sql:
+            self._sql[key] = _rowids_sql(self.schema, len(joined), check)
+        params: list[object] = [*joined[1:]]
+        if check:
+            params.append(tsquery_of(terms))
+        params += [self.ns, joined[0], limit]
+        rows = self._conn.execute(self.q(key), params).fetchall()
         return [row[0] for row in rows]
 
     def neighbors(self, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:

@@ -29,12 +29,21 @@ if TYPE_CHECKING:
 __all__ = ["PgFiles"]
 
 _FILE_COLUMNS = "id, path, mtime_ns, size, digest, day, archived, curated, units, words"
+_VACUUM_EVERY = 10_000  # rows written before the postings are vacuumed (index-only scans)
 _ANALYZE_EVERY = 50_000  # rows written before the planner's statistics are refreshed
 
 
 def _statements(schema: str) -> dict[str, str]:
     s = f'"{schema}"'
     f, u, h = f"{s}.index_files", f"{s}.index_units", f"{s}.index_headings"
+    p = f"{s}.index_postings"
+    # Units are deleted with their postings in one statement (the trigger of migration 5
+    # writes the postings of inserted units).
+    unpost = (
+        f" RETURNING ns, id, terms) DELETE FROM {p} p USING gone g,"
+        " unnest(tsvector_to_array(g.terms)) AS l(lexeme)"
+        " WHERE p.ns = g.ns AND p.lexeme = l.lexeme AND p.id = g.id"
+    )
     return {
         "stamp": f"SELECT count(*), coalesce(max(stamp), 0) FROM {f} WHERE ns = %s",
         "files": f"SELECT {_FILE_COLUMNS} FROM {f} WHERE ns = %s",
@@ -48,8 +57,9 @@ def _statements(schema: str) -> dict[str, str]:
         "drop_file": f"DELETE FROM {f} WHERE id = %s",
         "units": f"SELECT id, line_end, head, content, words FROM {u}"
         " WHERE ns = %s AND id >= %s AND id < %s",
-        "drop_units": f"DELETE FROM {u} WHERE ns = %s AND id = ANY(%s)",
-        "drop_range": f"DELETE FROM {u} WHERE ns = %s AND id >= %s AND id < %s",
+        "drop_units": f"WITH gone AS (DELETE FROM {u} WHERE ns = %s AND id = ANY(%s){unpost}",
+        "drop_range": f"WITH gone AS (DELETE FROM {u} WHERE ns = %s AND id >= %s AND id < %s"
+        f"{unpost}",
         "heads": f"UPDATE {u} SET head = v.head FROM unnest(%s::int[], %s::bigint[]) AS v(head, id)"
         f" WHERE {u}.ns = %s AND {u}.id = v.id",
         "copy": f"COPY {u} (ns, id, line_end, head, words, content, terms) FROM STDIN",
@@ -59,9 +69,10 @@ def _statements(schema: str) -> dict[str, str]:
         " %s::text[])",
         "reset_files": f"DELETE FROM {f} WHERE ns = %s",
         "reset_units": f"DELETE FROM {u} WHERE ns = %s",
+        "reset_postings": f"DELETE FROM {p} WHERE ns = %s",
         "reset_headings": f"DELETE FROM {h} WHERE ns = %s",
-        "analyze": f"ANALYZE {u}",
-        "merge": f"SELECT gin_clean_pending_list('{s}.index_units_terms'::regclass)",
+        "vacuum": f"VACUUM {p}",
+        "analyze": f"ANALYZE {p}, {u}",
     }
 
 
@@ -85,13 +96,15 @@ class PgFiles:
     def __init__(self, conn: psycopg.Connection[Any], schema: str, ns: str) -> None:
         self._conn = conn
         self.ns = ns
+        self.schema = schema
         self._sql = _statements(schema)
         self._stamp: tuple[int, int] | None = None
         self._files_by_id: dict[int, FileInfo] = {}
         self._words = 0
         self._in_snapshot = False
         self._checked = False  # the files were checked inside the current snapshot
-        self._written = 0
+        self._written = 0  # rows written since the postings were last vacuumed
+        self._unanalyzed = 0  # rows written since the statistics were last refreshed
 
     def q(self, name: str) -> LiteralString:
         """The statement ``name`` (the schema name is checked: only ``[a-z0-9_]``)."""
@@ -257,14 +270,24 @@ class PgFiles:
         cur.execute(self.q("drop_headings"), (self.ns, lo, hi))
 
     def _analyze_after(self, written: int) -> None:
-        """After many new rows, merge the GIN index's pending entries (every search would scan
-        them) and refresh the planner's statistics (it picks the scan by them)."""
+        """After many new rows, vacuum the postings and refresh the planner's statistics.
+
+        A posting is read from the index alone only once its table page is marked all-visible
+        (by a vacuum); before that every one read costs a visit to the table. A vacuum of
+        pages already marked is skipped, so vacuuming often costs little.
+        """
         self._written += written
-        if self._written >= _ANALYZE_EVERY and not self._conn.info.transaction_status:
-            self._written = 0
-            for name in ("merge", "analyze"):
-                with contextlib.suppress(Exception):  # not the owner: autovacuum does it
-                    self._conn.execute(self.q(name))
+        self._unanalyzed += written
+        if self._written < _VACUUM_EVERY or self._conn.info.transaction_status:
+            return
+        self._written = 0
+        names = ["vacuum"]
+        if self._unanalyzed >= _ANALYZE_EVERY:
+            self._unanalyzed = 0
+            names.append("analyze")
+        for name in names:
+            with contextlib.suppress(Exception):  # not the owner: autovacuum does it
+                self._conn.execute(self.q(name))
 
     def confirm(self, path: str, snap: FileSnapshot) -> bool:
         """Record the stamp of an unchanged file read beforehand, if its rows are as read."""
@@ -297,5 +320,5 @@ class PgFiles:
         """Drop every row of the namespace (a full rebuild follows)."""
         with self._write() as cur:
             # Files first: a sync holding a file's row finishes before its units are dropped.
-            for name in ("reset_files", "reset_units", "reset_headings"):
+            for name in ("reset_files", "reset_units", "reset_postings", "reset_headings"):
                 cur.execute(self.q(name), (self.ns,))

@@ -151,6 +151,36 @@ MIGRATIONS: Final[dict[int, list[str]]] = {
         END
         $$""",
     ],
+    # Posting lists (memdir.index._postgres): one row per lexeme of a unit, so a term's
+    # newest rows are a backward walk of the primary key that never reads the units, as FTS5
+    # walks its posting lists. An insert of units writes their postings in the same statement
+    # (the trigger reads the stored tsvector, so both hold the same lexemes); the engine
+    # deletes them with their units. The GIN index is then unused: candidates are checked
+    # against their tsvector row by row.
+    5: [
+        """CREATE TABLE {s}.index_postings (
+            ns text NOT NULL,
+            lexeme text NOT NULL,
+            id bigint NOT NULL,
+            PRIMARY KEY (ns, lexeme, id)
+        )""",
+        "ALTER TABLE {s}.index_postings ALTER COLUMN lexeme SET STATISTICS 1000",
+        "INSERT INTO {s}.index_postings (ns, lexeme, id)"
+        " SELECT u.ns, l.lexeme, u.id FROM {s}.index_units u,"
+        " unnest(tsvector_to_array(u.terms)) AS l(lexeme)",
+        """CREATE FUNCTION {s}.index_postings_add() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO {s}.index_postings (ns, lexeme, id)
+                SELECT n.ns, l.lexeme, n.id FROM added n,
+                    unnest(tsvector_to_array(n.terms)) AS l(lexeme);
+            RETURN NULL;
+        END
+        $$""",
+        "CREATE TRIGGER index_units_postings AFTER INSERT ON {s}.index_units"
+        " REFERENCING NEW TABLE AS added FOR EACH STATEMENT"
+        " EXECUTE FUNCTION {s}.index_postings_add()",
+        "DROP INDEX {s}.index_units_terms",
+    ],
 }
 SCHEMA_VERSION: Final = max(MIGRATIONS)
 
