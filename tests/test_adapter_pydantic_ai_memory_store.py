@@ -276,3 +276,49 @@ async def test_the_previous_memory_md_is_kept_when_it_is_rewritten(
     await store.write("main/MEMORY.md", "- new\n", expected_version=first.version)
     kept = [rel for rel, _ in any_ws.walk("memory/.history") if "/deleted/" not in rel]
     assert [any_ws.read_text(rel) for rel in kept if rel.endswith(".md")] == ["- old\n"]
+
+
+def _appender(where: str, worker: int, rounds: int, barrier: Any) -> None:
+    """Append ``rounds`` lines to MEMORY.md the way ``write_memory`` does: read, CAS, retry."""
+    import asyncio
+
+    async def run() -> None:
+        store = MemdirMemoryStore(Workspace(where, tz="UTC"))
+        for n in range(rounds):
+            op = MemoryOperation(id=f"w{worker}-{n}", fingerprint="append")
+            while True:
+                current = await store.read("main/MEMORY.md", max_chars=1_000_000)
+                text = (current.content if current else "") + f"- worker {worker} line {n}\n"
+                version = current.version if current else None
+                try:
+                    await store.write(
+                        "main/MEMORY.md", text, expected_version=version, operation=op
+                    )
+                    break
+                except MemoryConflictError:
+                    continue
+
+    barrier.wait(timeout=60)
+    asyncio.run(run())
+    close_shared_indexes()
+
+
+def test_writers_in_several_processes_lose_no_update(any_ws: Workspace) -> None:
+    import multiprocessing as mp
+
+    where = any_ws.url or str(any_ws.root)
+    ctx = mp.get_context("spawn")
+    workers, rounds = 3, 5
+    barrier = ctx.Barrier(workers)
+    procs = [
+        ctx.Process(target=_appender, args=(where, w, rounds, barrier)) for w in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=180)
+    assert [proc.exitcode for proc in procs] == [0] * workers
+    lines = any_ws.read_text("MEMORY.md").splitlines()
+    expected = {f"- worker {w} line {n}" for w in range(workers) for n in range(rounds)}
+    assert sorted(lines) == sorted(expected)  # every update once, none lost
+    close_shared_indexes()
