@@ -226,6 +226,7 @@ async def test_the_agents_search_tool_ranks_chinese_memory(store: MemdirMemorySt
         "MEMORY.md",
         "alice/main/MEMORY.md",
         "main/archive/2025-01-02.md",
+        "main/notes.txt",
     ],
 )
 async def test_hostile_paths_are_refused(store: MemdirMemoryStore, path: str) -> None:

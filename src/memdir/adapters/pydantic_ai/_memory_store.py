@@ -20,14 +20,11 @@ search (:class:`memdir.index.MemoryIndex`: BM25, CJK words, hybrid with an embed
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import os
 import re
 import sqlite3
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
 from typing import Literal, TypeVar
 
@@ -37,7 +34,6 @@ try:
         MemoryFile,
         MemoryMutation,
         MemoryOperation,
-        MemoryOperationConflictError,
         MemorySearchMatch,
         MemorySearchResult,
     )
@@ -48,6 +44,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from memdir.adapters.anthropic._paths import Target, parse_path
+from memdir.adapters.pydantic_ai import _memory_receipts as journal
+from memdir.adapters.pydantic_ai._memory_receipts import content_version
 from memdir.errors import MemdirError, ToolInputError, WorkspaceError
 from memdir.index._core import MAX_LIMIT
 from memdir.memory._history import save_version
@@ -61,8 +59,6 @@ logger = logging.getLogger("memdir.adapters.pydantic_ai")
 
 SCOPE = "main"
 """The harness scope this store keeps: ``Memory``'s default (no namespace, agent ``main``)."""
-RECEIPTS = f"{MEMORY_DIR}/.pydantic-ai-memory.json"
-MAX_RECEIPTS = 1_024
 _LOCK = "memory-tool"  # the Claude memory tool's lock: both edit the same files
 _HISTORY_VERSIONS = 20
 _SEGMENT = re.compile(r"[A-Za-z0-9_.-]{1,200}")
@@ -72,25 +68,6 @@ _T = TypeVar("_T")
 class MemoryPathError(ToolInputError, MemoryPathEscapeError):
     """A harness path this store does not keep: malformed, another scope, a ledger to
     rewrite, or a symlink out of the memory. The harness asks the model for another name."""
-
-
-def content_version(text: str) -> str:
-    """A file's version: the SHA-256 hex digest of its text."""
-    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
-
-
-@dataclass(slots=True)
-class _Receipt:
-    id: str
-    fingerprint: str
-    kind: Literal["write", "delete"]
-    rel: str
-    version: str | None
-    existed: bool
-    done: bool
-
-    def mutation(self) -> MemoryMutation:
-        return MemoryMutation(version=self.version, replayed=True, existed=self.existed)
 
 
 class MemdirMemoryStore:
@@ -135,6 +112,7 @@ class MemdirMemoryStore:
             len(segments) < 2
             or not all(_SEGMENT.fullmatch(s) and ".." not in s and s != "." for s in segments)
             or segments[-1].startswith(".")
+            or not segments[-1].endswith(".md")  # memdir indexes Markdown files only
         ):
             raise MemoryPathError(f"invalid memory path {shown!r}: use {SCOPE}/<name>.md")
         scope = "/".join(segments[:-1])
@@ -162,45 +140,6 @@ class MemdirMemoryStore:
             return None
         return found.data.decode("utf-8", errors="replace"), found.version
 
-    # -- receipts ------------------------------------------------------------------------------
-
-    def _receipts(self) -> list[_Receipt]:
-        raw = self.workspace.read_text(RECEIPTS)
-        if not raw:
-            return []
-        try:
-            return [_Receipt(**item) for item in json.loads(raw)]
-        except (ValueError, TypeError):
-            logger.warning("ignoring unreadable operation receipts in %s", RECEIPTS)
-            return []
-
-    def _save(self, receipts: list[_Receipt]) -> None:
-        kept = [asdict(r) for r in receipts[-MAX_RECEIPTS:]]
-        self.workspace.write_text(RECEIPTS, json.dumps(kept, separators=(",", ":")))
-
-    def _settle(self, receipts: list[_Receipt]) -> bool:
-        """Mark pending receipts whose change landed as done and drop the others (a process
-        died between the two); whether any changed."""
-        changed = False
-        for receipt in [r for r in receipts if not r.done]:
-            found = self.workspace.read_versioned(receipt.rel)
-            current = None if found is None else content_version(found.data.decode())
-            if current == receipt.version:
-                receipt.done = True
-            else:
-                receipts.remove(receipt)
-            changed = True
-        return changed
-
-    @staticmethod
-    def _find(receipts: list[_Receipt], operation: MemoryOperation) -> _Receipt | None:
-        receipt = next((r for r in reversed(receipts) if r.id == operation.id), None)
-        if receipt is not None and receipt.fingerprint != operation.fingerprint:
-            raise MemoryOperationConflictError(
-                f"operation id {operation.id!r} was reused with different arguments"
-            )
-        return receipt
-
     # -- the protocol (sync bodies, run in a worker thread) -----------------------------------
 
     async def _locked(self, body: Callable[[], _T]) -> _T:
@@ -222,7 +161,7 @@ class MemdirMemoryStore:
             operation_id = next(
                 (
                     r.id
-                    for r in reversed(self._receipts())
+                    for r in reversed(journal.load(self.workspace))
                     if r.done and r.kind == "write" and r.rel == target.rel and r.version == version
                 ),
                 None,
@@ -240,12 +179,12 @@ class MemdirMemoryStore:
         """The result of ``operation`` if it was carried out (its fingerprint checked)."""
 
         def go() -> MemoryMutation | None:
-            receipts = self._receipts()
-            receipt = self._find(receipts, operation)
+            receipts = journal.load(self.workspace)
+            receipt = journal.find(receipts, operation)
             if receipt is None:
                 return None
-            if not receipt.done and self._settle(receipts):
-                self._save(receipts)
+            if not receipt.done and journal.settle(self.workspace, receipts):
+                journal.save(self.workspace, receipts)
             return receipt.mutation() if receipt.done else None
 
         return await self._locked(go)
@@ -308,17 +247,17 @@ class MemdirMemoryStore:
         expected_version: str | None,
         operation: MemoryOperation | None,
     ) -> MemoryMutation:
-        receipts = self._receipts()
-        settled = self._settle(receipts)
-        if operation is not None and (receipt := self._find(receipts, operation)) is not None:
+        receipts = journal.load(self.workspace)
+        settled = journal.settle(self.workspace, receipts)
+        if operation is not None and (receipt := journal.find(receipts, operation)) is not None:
             if settled:
-                self._save(receipts)
+                journal.save(self.workspace, receipts)
             return receipt.mutation()
         found = self._read(target)
         old_text, store_version = found if found is not None else (None, None)
         if (None if old_text is None else content_version(old_text)) != expected_version:
             if settled:
-                self._save(receipts)
+                journal.save(self.workspace, receipts)
             action = "written" if text is not None else "deleted"
             raise MemoryConflictError(
                 f"memory file {target.path!r} changed before it could be {action}"
@@ -327,7 +266,7 @@ class MemdirMemoryStore:
         receipt = None
         if operation is not None:
             kind: Literal["write", "delete"] = "write" if text is not None else "delete"
-            receipt = _Receipt(
+            receipt = journal.Receipt(
                 operation.id,
                 operation.fingerprint,
                 kind,
@@ -338,7 +277,8 @@ class MemdirMemoryStore:
             )
             receipts.append(receipt)
         if receipt is not None or settled:
-            self._save(receipts)  # pending first: a crash after the change is settled as done
+            # pending first: a crash after the change is then settled from the file
+            journal.save(self.workspace, receipts)
         if text is not None:
             if old_text is not None and target.kind == "memory_md":
                 save_version(self.workspace, old_text, keep=_HISTORY_VERSIONS)
@@ -347,7 +287,7 @@ class MemdirMemoryStore:
             self._remove(target, old_text)
         if receipt is not None:
             receipt.done = True
-            self._save(receipts)
+            journal.save(self.workspace, receipts)
         self._reindex(target)
         return MemoryMutation(version=version, replayed=False, existed=found is not None)
 
@@ -424,6 +364,8 @@ class MemdirMemoryStore:
         paths = [p for p in self._paths(prefix) if "/" not in p.removeprefix(prefix)]
         truncated = len(paths) > max_files
         allowed = {self._target(p).rel: p for p in paths[:max_files]}
+        if not allowed:
+            return MemorySearchResult(matches=[], scanned=0, truncated=False)
         index = shared_index(self.workspace)
         index.refresh()
         best: dict[str, tuple[float, list[str]]] = {}
