@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -322,4 +323,42 @@ def test_writers_in_several_processes_lose_no_update(any_ws: Workspace) -> None:
     lines = any_ws.read_text("MEMORY.md").splitlines()
     expected = {f"- worker {w} line {n}" for w in range(workers) for n in range(rounds)}
     assert sorted(lines) == sorted(expected)  # every update once, none lost
+    close_shared_indexes()
+
+
+async def test_a_change_interrupted_after_its_receipt_is_settled_from_the_file(
+    store: MemdirMemoryStore, any_ws: Workspace
+) -> None:
+    from memdir.adapters.pydantic_ai._memory_receipts import RECEIPTS, content_version
+
+    any_ws.write_text("memory/landed.md", "landed\n")
+    pending = [
+        {"id": "landed", "fingerprint": "f", "kind": "write", "rel": "memory/landed.md",
+         "version": content_version("landed\n"), "existed": False, "done": False},
+        {"id": "lost", "fingerprint": "f", "kind": "write", "rel": "memory/lost.md",
+         "version": content_version("never written\n"), "existed": False, "done": False},
+    ]  # fmt: skip
+    any_ws.write_text(RECEIPTS, json.dumps(pending))
+    landed = await store.get_operation(MemoryOperation(id="landed", fingerprint="f"))
+    assert landed is not None and landed.replayed  # the change is there: not applied again
+    assert await store.get_operation(MemoryOperation(id="lost", fingerprint="f")) is None
+    # the lost one may run again, and does
+    op = MemoryOperation(id="lost", fingerprint="f")
+    done = await store.write("main/lost.md", "never written\n", expected_version=None, operation=op)
+    assert not done.replayed and any_ws.read_text("memory/lost.md") == "never written\n"
+
+
+async def test_one_store_per_namespace_keeps_users_apart(any_ws: Workspace) -> None:
+    stores = {user: MemdirMemoryStore(any_ws, namespace=user) for user in ("alice", "bob")}
+    for user in ("alice", "bob"):
+        calls = [("write_memory", {"content": f"- {user} likes tea."})]
+        agent: Agent[str, str] = Agent(
+            FunctionModel(scripted(calls, [])),
+            deps_type=str,
+            capabilities=[Memory(store_resolver=lambda ctx: stores[ctx.deps])],
+        )
+        await agent.run("Remember.", deps=user)
+    assert any_ws.namespaced("alice").read_text("MEMORY.md") == "- alice likes tea.\n"
+    assert any_ws.namespaced("bob").read_text("MEMORY.md") == "- bob likes tea.\n"
+    assert any_ws.read_text("MEMORY.md") == ""
     close_shared_indexes()
