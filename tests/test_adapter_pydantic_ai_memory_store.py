@@ -243,7 +243,7 @@ async def test_ledgers_are_read_but_never_rewritten_and_memory_md_never_deleted(
     any_ws.write_text("memory/2026-11-30.md", "\n## Flush\n- a fact\n")
     ledger = await store.read("main/2026-11-30.md", max_chars=100)
     assert ledger is not None and "- a fact" in ledger.content
-    with pytest.raises(MemoryPathError, match="ledger"):
+    with pytest.raises(MemoryPathError, match=r"main/2026-11-30\.md is a daily ledger"):
         await store.write("main/2026-11-30.md", "gone", expected_version=ledger.version)
     await store.write("main/MEMORY.md", "- keep\n", expected_version=None)
     with pytest.raises(MemoryPathError, match="main notebook"):

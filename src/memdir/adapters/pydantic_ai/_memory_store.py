@@ -25,6 +25,7 @@ import os
 import re
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Literal, TypeVar
 
@@ -122,9 +123,10 @@ class MemdirMemoryStore:
                 f"{SCOPE!r} (one store per namespace: Memory(store_resolver=...))"
             )
         try:
-            return parse_path(f"/memories/{segments[-1]}")
+            target = parse_path(f"/memories/{segments[-1]}")
         except ToolInputError as exc:
             raise MemoryPathError(str(exc)) from None
+        return replace(target, path=path)  # messages name the harness's path
 
     def _read(self, target: Target) -> tuple[str, str] | None:
         """``(text, store version)`` of the file, or ``None`` if there is none."""
@@ -209,7 +211,7 @@ class MemdirMemoryStore:
         target = self._target(path)
         if target.kind == "ledger":
             raise MemoryPathError(
-                f"{target.path.removeprefix('/memories/')} is a daily ledger, append-only "
+                f"{target.path} is a daily ledger, append-only "
                 "history: write to MEMORY.md or another note"
             )
         if not isinstance(content, str) or "\x00" in content:
@@ -235,7 +237,7 @@ class MemdirMemoryStore:
         target = self._target(path)
         if target.kind != "note":
             raise MemoryPathError(
-                f"{target.path.removeprefix('/memories/')} cannot be deleted: it is "
+                f"{target.path} cannot be deleted: it is "
                 f"{'the main notebook' if target.kind == 'memory_md' else 'a daily ledger'}"
             )
         return await self._locked(lambda: self._mutate(target, None, expected_version, operation))
