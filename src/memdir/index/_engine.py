@@ -14,11 +14,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from memdir.index._markdown import ParsedFile, parse_markdown
+from memdir.index._schema import LINE_BITS
 
 if TYPE_CHECKING:
     from memdir.index._append import TailRead, TailState
 
-__all__ = ["Engine", "FileInfo", "FileSnapshot", "StoredRow", "SyncResult"]
+__all__ = [
+    "Engine",
+    "FileInfo",
+    "FileSnapshot",
+    "StoredRow",
+    "SyncResult",
+    "heading_ids",
+    "stored_rows",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +93,40 @@ class StoredRow:
     head: int  # line of the heading above (0: none); equal values = same section
     heading: str | None
     content: str
+
+
+UnitRow = tuple[int, int, int, str]
+"""A unit as an engine reads it: ``(row id, line_end, head, content)``."""
+
+_LINE_MASK = (1 << LINE_BITS) - 1
+
+
+def heading_ids(raw: Sequence[UnitRow]) -> list[int]:
+    """Row ids of the headings the units of ``raw`` sit under, sorted."""
+    return sorted({(rowid & ~_LINE_MASK) | head for rowid, _, head, _ in raw if head})
+
+
+def stored_rows(
+    raw: Sequence[UnitRow], files: dict[int, FileInfo], headings: dict[int, str]
+) -> list[StoredRow]:
+    """:class:`StoredRow` of each unit of ``raw`` whose file is in ``files``."""
+    out: list[StoredRow] = []
+    for rowid, end, head, content in raw:
+        info = files.get(rowid >> LINE_BITS)
+        if info is None:
+            continue
+        out.append(
+            StoredRow(
+                rowid=rowid,
+                file=info,
+                line_number=rowid & _LINE_MASK,
+                line_end=end,
+                head=head,
+                heading=headings.get((rowid & ~_LINE_MASK) | head) if head else None,
+                content=content,
+            )
+        )
+    return out
 
 
 class Engine(Protocol):

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memdir.errors import ConfigError, IndexError_
-from memdir.index._engine import FileInfo, StoredRow
+from memdir.index._engine import FileInfo, StoredRow, heading_ids, stored_rows
 from memdir.index._markdown import ParsedFile
 from memdir.index._pg_terms import MAX_LEXEME, lexemes_of, tsquery_of
 from memdir.index._postgres_files import PgFiles
@@ -183,27 +183,10 @@ class PostgresEngine(PgFiles):
             return []
         files = self._by_id()
         raw = self._conn.execute(self.q("fetch"), (self.ns, list(rowids))).fetchall()
-        mask = (1 << LINE_BITS) - 1
-        head_ids = sorted({(rowid & ~mask) | head for rowid, _, head, _ in raw if head})
+        head_ids = heading_ids(raw)
         headings: dict[int, str] = {}
         if head_ids:
             headings = dict(
                 self._conn.execute(self.q("fetch_headings"), (self.ns, head_ids)).fetchall()
             )
-        out: list[StoredRow] = []
-        for rowid, end, head, content in raw:
-            info = files.get(rowid >> LINE_BITS)
-            if info is None:
-                continue
-            out.append(
-                StoredRow(
-                    rowid=rowid,
-                    file=info,
-                    line_number=rowid & mask,
-                    line_end=end,
-                    head=head,
-                    heading=headings.get((rowid & ~mask) | head) if head else None,
-                    content=content,
-                )
-            )
-        return out
+        return stored_rows(raw, files, headings)

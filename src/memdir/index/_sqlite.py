@@ -10,7 +10,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from memdir.index._engine import FileInfo, StoredRow
+from memdir.index._engine import FileInfo, StoredRow, heading_ids, stored_rows
 from memdir.index._markdown import ParsedFile
 from memdir.index._schema import (
     APPLICATION_ID,
@@ -223,8 +223,7 @@ class SqliteEngine(SqliteFiles):
                     chunk,
                 )
             )
-        mask = (1 << LINE_BITS) - 1
-        head_ids = sorted({(rowid & ~mask) | head for rowid, _, head, _ in raw if head})
+        head_ids = heading_ids(raw)
         headings: dict[int, str] = {}
         for i in range(0, len(head_ids), _CHUNK):
             chunk = head_ids[i : i + _CHUNK]
@@ -234,20 +233,4 @@ class SqliteEngine(SqliteFiles):
                     chunk,
                 )
             )
-        out: list[StoredRow] = []
-        for rowid, end, head, content in raw:
-            info = files.get(rowid >> LINE_BITS)
-            if info is None:
-                continue
-            out.append(
-                StoredRow(
-                    rowid=rowid,
-                    file=info,
-                    line_number=rowid & mask,
-                    line_end=end,
-                    head=head,
-                    heading=headings.get((rowid & ~mask) | head) if head else None,
-                    content=content,
-                )
-            )
-        return out
+        return stored_rows(raw, files, headings)

@@ -37,6 +37,7 @@ from memdir.adapters.openai_agents._convert import (
     mask_skeleton,
     msg_to_items,
 )
+from memdir.agent._runtime import BackgroundTasks
 from memdir.compaction import CompactionConfig, CompactionResult, ConversationCompactor
 from memdir.errors import ConfigError, MemdirError
 from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
@@ -214,7 +215,7 @@ class MemdirSession:
         self._state = _State()
         self._stamp: _Stamp | None = None  # the log as this object last saw it
         self._lock = asyncio.Lock()
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._background = BackgroundTasks()
 
     def __repr__(self) -> str:
         return f"MemdirSession({self.session_id!r}, {self.workspace.describe()!r})"
@@ -301,26 +302,18 @@ class MemdirSession:
 
     async def aclose(self) -> None:
         """Wait for the background flushes to finish."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._background.drain()
 
     async def _flush_before_compaction(self, msgs: Sequence[Msg], *, session_id: str) -> None:
         if self.flush_manager is not None:
             await self.flush_manager.flush_memories(msgs, session_id=session_id)
 
     def _flush_in_background(self, msgs: list[Msg]) -> None:
-        manager = self.flush_manager
-        assert manager is not None
-
-        async def run() -> None:
-            try:
-                await manager.flush_memories(msgs, session_id=self.session_id)
-            except MemdirError as exc:
-                logger.warning("memory flush of session %s failed: %s", self.session_id, exc)
-
-        task = asyncio.get_running_loop().create_task(run())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        assert self.flush_manager is not None
+        self._background.spawn(
+            self.flush_manager.flush_memories(msgs, session_id=self.session_id),
+            name=f"memory flush of session {self.session_id}",
+        )
 
     # -- the model's view during a run ---------------------------------------------------------
 

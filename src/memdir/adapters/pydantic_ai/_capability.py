@@ -19,8 +19,9 @@ from memdir.adapters._toolset import memdir_tools
 from memdir.adapters.pydantic_ai._convert import MESSAGE_KEY, messages_to_msgs, msgs_to_messages
 from memdir.agent import Tool as MemdirTool
 from memdir.agent import WorkspaceContextHook
+from memdir.agent._runtime import BackgroundTasks
 from memdir.compaction import CompactionConfig, CompactionResult, ConversationCompactor
-from memdir.errors import ConfigError, MemdirError
+from memdir.errors import ConfigError
 from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
 from memdir.memory import MemoryFlushManager
 from memdir.messages import Msg, ToolUseBlock
@@ -162,7 +163,7 @@ class MemdirCompaction(AbstractCapability[Any]):
             memory_md=inject_memory,
         )
         self.toolset = memdir_toolset(self.workspace) if memory_tools else None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._background = BackgroundTasks()
         self._cache: dict[int, tuple[ModelMessage, list[Msg]]] = {}
         self._logged: set[str] = set()  # ids this capability appended to the log
 
@@ -221,8 +222,7 @@ class MemdirCompaction(AbstractCapability[Any]):
 
     async def aclose(self) -> None:
         """Wait for the background flushes to finish."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._background.drain()
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -264,15 +264,8 @@ class MemdirCompaction(AbstractCapability[Any]):
             await self.flush_manager.flush_memories(msgs, session_id=session_id)
 
     def _flush_in_background(self, msgs: list[Msg]) -> None:
-        manager = self.flush_manager
-        assert manager is not None
-
-        async def run() -> None:
-            try:
-                await manager.flush_memories(msgs, session_id=self.session_id)
-            except MemdirError as exc:
-                logger.warning("memory flush of session %s failed: %s", self.session_id, exc)
-
-        task = asyncio.get_running_loop().create_task(run())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        assert self.flush_manager is not None
+        self._background.spawn(
+            self.flush_manager.flush_memories(msgs, session_id=self.session_id),
+            name=f"memory flush of session {self.session_id}",
+        )
