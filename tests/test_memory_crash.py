@@ -197,11 +197,11 @@ def _contender(root: str, index: int, barrier: Any, trace: str) -> None:
     asyncio.run(main())
 
 
-def test_four_processes_flush_and_consolidate_one_workspace(root: Path) -> None:
+def run_contenders(target: str, trace: str, count: int = 4) -> None:
+    """``count`` processes flushing and consolidating ``target`` at once; all must succeed."""
     ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(4)
-    trace = str(root.parent / "trace.txt")
-    procs = [ctx.Process(target=_contender, args=(str(root), i, barrier, trace)) for i in range(4)]
+    barrier = ctx.Barrier(count)
+    procs = [ctx.Process(target=_contender, args=(target, i, barrier, trace)) for i in range(count)]
     for proc in procs:
         proc.start()
     for proc in procs:
@@ -209,7 +209,22 @@ def test_four_processes_flush_and_consolidate_one_workspace(root: Path) -> None:
     for proc in procs:
         if proc.is_alive():
             proc.kill()
-    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    assert [p.exitcode for p in procs] == [0] * count
+
+
+def assert_one_consolidation_at_a_time(trace: str) -> None:
+    """The ``start`` / ``end`` lines of a consolidation trace never nest."""
+    events = [line.split()[0] for line in trace.splitlines()]
+    assert events and events.count("start") == events.count("end")
+    depth = 0
+    for event in events:
+        depth += 1 if event == "start" else -1
+        assert depth in (0, 1), "two consolidations overlapped"
+
+
+def test_four_processes_flush_and_consolidate_one_workspace(root: Path) -> None:
+    trace = str(root.parent / "trace.txt")
+    run_contenders(str(root), trace)
 
     expected = {f"process {i} turn {t} fact" for i in range(4) for t in range(4)}
     expected |= {f"shared turn {t} fact" for t in range(4)}
@@ -217,12 +232,7 @@ def test_four_processes_flush_and_consolidate_one_workspace(root: Path) -> None:
     assert set(counts) == expected
     assert all(n == 1 for n in counts.values()), counts.most_common(3)
 
-    events = [line.split()[0] for line in Path(trace).read_text().splitlines()]
-    assert events and events.count("start") == events.count("end")
-    depth = 0
-    for event in events:
-        depth += 1 if event == "start" else -1
-        assert depth in (0, 1), "two consolidations overlapped"
+    assert_one_consolidation_at_a_time(Path(trace).read_text())
 
     # A last run picks up whatever arrived while others held the lease.
     import asyncio

@@ -30,7 +30,7 @@ import pytest
 
 from _netns import Hosts, NetnsUnavailable, hosts
 from memdir.memory._lease import LeaseInfo
-from test_memory_crash import WORKER
+from test_memory_crash import WORKER, assert_one_consolidation_at_a_time
 from test_pg_multiprocess import SHORT_LOCKS
 
 USER = "alice"
@@ -237,12 +237,7 @@ def test_two_hosts_append_flush_and_consolidate_one_memory(
         mine = [b for b in state["bullets"] if b.startswith(f"{h} note ")]
         assert mine == [f"{h} note {i}" for i in range(notes)]
 
-    events = [line.split()[0] for line in trace.read_text(encoding="utf-8").splitlines()]
-    assert events and events.count("start") == events.count("end")
-    depth = 0
-    for event in events:
-        depth += 1 if event == "start" else -1
-        assert depth in (0, 1), "two consolidations overlapped"
+    assert_one_consolidation_at_a_time(trace.read_text(encoding="utf-8"))
 
     run(net, "a", urls["a"], "consolidate", "-", "0")  # whatever came in while others held it
     memory = memory_bullets(read_state(net, "b", urls["b"])["memory"])

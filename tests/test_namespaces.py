@@ -199,10 +199,11 @@ def test_call_tool_keeps_the_namespace_out_of_the_models_hands(root: Path) -> No
     assert _secret("carol") in mine and _secret("bob") not in mine
 
 
-@settings(
+# 1,000 random callers, paths and queries, the same cases on each store.
+_thousand_cases = settings(
     max_examples=1_000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(
+_random_cases = given(
     user=st.sampled_from(USERS),
     path=st.one_of(
         st.sampled_from(["MEMORY.md", "memory", "../", "ns", "../../ns/bob", "..", "/"]),
@@ -211,24 +212,18 @@ def test_call_tool_keeps_the_namespace_out_of_the_models_hands(root: Path) -> No
     query=st.one_of(st.sampled_from(["codeword", "secretwordbob", "*", "\"", "ns/bob"]),
                     st.text(max_size=30)),
 )  # fmt: skip
+
+
+@_thousand_cases
+@_random_cases
 def test_random_namespace_path_and_query_never_reach_another_namespace(
     root: Path, user: str, path: str, query: str
 ) -> None:
     _never_reaches_another(root, user, path, query)
 
 
-@settings(
-    max_examples=1_000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    user=st.sampled_from(USERS),
-    path=st.one_of(
-        st.sampled_from(["MEMORY.md", "memory", "../", "ns", "../../ns/bob", "..", "/"]),
-        st.text(alphabet="./nsbolicearMEMORY-_d", max_size=40),
-    ),
-    query=st.one_of(st.sampled_from(["codeword", "secretwordbob", "*", "\"", "ns/bob"]),
-                    st.text(max_size=30)),
-)  # fmt: skip
+@_thousand_cases
+@_random_cases
 def test_random_namespace_path_and_query_never_reach_another_namespace_in_postgresql(
     pg_root: str, user: str, path: str, query: str
 ) -> None:

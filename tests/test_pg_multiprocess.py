@@ -26,7 +26,7 @@ import pytest
 from memdir.errors import MemdirError
 from memdir.memory._lease import LeaseInfo, pid_alive
 from memdir.workspace import Workspace
-from test_memory_crash import WORKER, _contender
+from test_memory_crash import WORKER, assert_one_consolidation_at_a_time, run_contenders
 
 SHORT_LOCKS = (
     "from memdir.store.postgres._locks import RowLock\n"
@@ -137,18 +137,8 @@ def test_killed_consolidation_leaves_old_or_new_memory_and_its_lease_is_taken_ov
 
 def test_four_processes_flush_and_consolidate_one_memory(pg_url: str, scratch: Path) -> None:
     Workspace(pg_url, tz="UTC")
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(4)
     trace = str(scratch / "trace.txt")
-    procs = [ctx.Process(target=_contender, args=(pg_url, i, barrier, trace)) for i in range(4)]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(timeout=180)
-    for proc in procs:
-        if proc.is_alive():
-            proc.kill()
-    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    run_contenders(pg_url, trace)
 
     ws = Workspace(pg_url, tz="UTC")
     expected = {f"process {i} turn {t} fact" for i in range(4) for t in range(4)}
@@ -157,12 +147,7 @@ def test_four_processes_flush_and_consolidate_one_memory(pg_url: str, scratch: P
     assert set(counts) == expected
     assert all(n == 1 for n in counts.values()), counts.most_common(3)
 
-    events = [line.split()[0] for line in Path(trace).read_text().splitlines()]
-    assert events and events.count("start") == events.count("end")
-    depth = 0
-    for event in events:
-        depth += 1 if event == "start" else -1
-        assert depth in (0, 1), "two consolidations overlapped"
+    assert_one_consolidation_at_a_time(Path(trace).read_text())
     # A last run picks up whatever arrived while others held the lease.
     run_worker(pg_url, scratch, "consolidate")
     memory = Counter(ln[2:] for ln in ws.read_text("MEMORY.md").splitlines() if ln.startswith("- "))
