@@ -21,6 +21,7 @@ from memdir.index._hybrid import (
     RRF_K,
     embed_pending,
     fuse,
+    nearest,
     query_vector,
 )
 from memdir.index._indexing import Damaged, sync_one, sync_workspace
@@ -305,7 +306,7 @@ class MemoryIndex:
                 depth = max(limit, FUSION_DEPTH)
                 lexical = run_search(engine, query, depth)
                 try:
-                    near = dense.search(engine, vector, depth)
+                    near = nearest(dense, engine, vector, depth)
                 except IndexError_ as exc:  # vectors.db cannot be read or replaced
                     self._warn_once(f"memdir search is lexical only: {exc}")
                     near = []

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from memdir.embeddings import embedding_query
 from memdir.errors import ConfigError
 from memdir.index._engine import Engine
+from memdir.index._pg_vectors import PgVectors
 from memdir.index._schema import LINE_BITS
 from memdir.index._search import hit_of
 from memdir.index._types import EmbedStats, SearchHit
@@ -28,9 +29,16 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from memdir.embeddings import Embedder
-    from memdir.index._pg_vectors import PgVectors
 
-__all__ = ["DENSE_WEIGHT", "FUSION_DEPTH", "RRF_K", "embed_pending", "fuse", "query_vector"]
+__all__ = [
+    "DENSE_WEIGHT",
+    "FUSION_DEPTH",
+    "RRF_K",
+    "embed_pending",
+    "fuse",
+    "nearest",
+    "query_vector",
+]
 
 FUSION_DEPTH = 50
 """Hybrid search fuses at least this many lexical and this many vector results."""
@@ -77,6 +85,19 @@ def query_vector(dense: DenseIndex, query: str) -> npt.NDArray[np.float32]:
         while len(_QUERY_CACHE) > QUERY_CACHE_SIZE:
             _QUERY_CACHE.popitem(last=False)
     return vector
+
+
+def nearest(
+    dense: DenseIndex, engine: Engine, query: npt.NDArray[np.float32], k: int
+) -> list[tuple[int, float]]:
+    """The ``k`` units most similar to ``query``, as ``(row id, similarity)``: ranked by
+    pgvector in a PostgreSQL database that has it, else by :meth:`DenseIndex.search`.
+    """
+    if isinstance(dense.store, PgVectors):
+        found = dense.store.nearest(dense.embedder.name, engine, query, k)
+        if found is not None:
+            return found
+    return dense.search(engine, query, k)
 
 
 def embed_pending(
@@ -126,6 +147,8 @@ def embed_pending(
         if progress is not None:
             progress(done, len(pending))
     left = len(pending) - done
+    if max_seconds != 0 and isinstance(store, PgVectors):
+        store.mirror()  # vectors stored without pgvector join its copy
     pruned = 0
     if left == 0 and store.count() != len(texts):
         pruned = store.prune(set(texts))
