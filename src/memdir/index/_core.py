@@ -214,6 +214,22 @@ class MemoryIndex:
         except Unwritable as exc:
             return self._store.refresh_fallback(exc)
 
+    def optimize(self, *, above: int = 4) -> bool:
+        """Merge the search index's segments when it has more than ``above`` of them.
+
+        Each write adds a segment and a search looks a term up in each one; merging them
+        keeps searches fast on a long-lived index (results are unchanged). A build or an
+        import that writes many lines merges by itself; maintenance calls this. Returns
+        whether it merged (never on PostgreSQL, whose posting lists need no merging).
+
+        Raises:
+            ConfigError: ``above`` is below 1.
+            IndexError_: the database cannot be written.
+        """
+        if isinstance(above, bool) or not isinstance(above, int) or above < 1:
+            raise ConfigError(f"above must be a whole number of at least 1, got {above!r}")
+        return self._run(lambda e: self._write(lambda: e.optimize(above=above)), writes=True)
+
     def index_file(self, rel: str) -> int:
         """Re-read one memory file from disk and index what changed; returns its unit count.
 

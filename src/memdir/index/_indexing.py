@@ -11,7 +11,10 @@ from memdir.index._source import FileSource, source_of
 from memdir.index._types import IndexStats
 from memdir.store.workspace import Workspace
 
-__all__ = ["Damaged", "sync_one", "sync_workspace"]
+__all__ = ["MERGE_AFTER_UNITS", "Damaged", "sync_one", "sync_workspace"]
+
+MERGE_AFTER_UNITS = 10_000
+"""A sync that wrote this many units (a build, an import) ends by merging the search index."""
 
 
 class Damaged(Exception):
@@ -115,6 +118,8 @@ def sync_workspace(
     for rel in sorted(set(stored) - set(on_disk)):
         if source.gone(rel) and engine.remove_file(rel):
             removed += 1
+    if lines >= MERGE_AFTER_UNITS:
+        engine.optimize()
     return IndexStats(
         files_indexed=indexed,
         files_unchanged=unchanged,

@@ -316,6 +316,10 @@ class PgFiles:
             cur.execute(self.q("drop_file"), (int(row[0]),))
             return True
 
+    def optimize(self, *, above: int = 1) -> bool:
+        """Nothing to merge: posting lists are rows of one B-tree (PostgreSQL keeps it)."""
+        return False
+
     def reset(self) -> None:
         """Drop every row of the namespace (a full rebuild follows)."""
         with self._write() as cur:

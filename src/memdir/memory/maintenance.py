@@ -307,8 +307,18 @@ class MemoryMaintenanceScheduler:
         # memory with a warning, which would report this step as done when nothing was saved.
         if self.index is not None:
             full = getattr(self.index, "index_all_from_workspace", None)
-            return full() if callable(full) else self.index.refresh()
-        return self._with_own_index(lambda index: index.index_all_from_workspace())
+            stats: IndexStats = full() if callable(full) else self.index.refresh()
+            merge = getattr(self.index, "optimize", None)
+            if callable(merge):
+                merge()
+            return stats
+
+        def reindex(index: MemoryIndex) -> IndexStats:
+            found = index.index_all_from_workspace()
+            index.optimize()
+            return found
+
+        return self._with_own_index(reindex)
 
     def _embed(self) -> EmbedStats | None:
         from memdir.index import MemoryIndex
