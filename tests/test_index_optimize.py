@@ -23,6 +23,7 @@ TOPICS = (
     "水獭在河边吃鱼",
     "the river otter index rebuild took 3 minutes",
 )
+_PAGES = ("freelist_count", "page_count")
 
 
 def _day(n: int) -> str:
@@ -87,6 +88,10 @@ def test_a_large_sync_ends_merged(ws: Workspace, monkeypatch: pytest.MonkeyPatch
         stats = index.index_all_from_workspace()
         assert stats.lines_indexed == 96
         assert _segments(ws) == 1
+    with _engine(ws) as engine:  # the old segments' pages went back to the file system
+        free, pages = (engine._con.execute(f"PRAGMA {p}").fetchone()[0] for p in _PAGES)
+        assert free * 10 <= pages
+    with MemoryIndex(ws).open() as index:
         assert index.search("otter river", limit=3)
 
 

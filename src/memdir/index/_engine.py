@@ -183,10 +183,11 @@ class Engine(Protocol):
     def remove_file(self, path: str) -> bool:
         """Drop a file's rows; ``False`` when it was not indexed."""
 
-    def optimize(self, *, above: int = 1) -> bool:
-        """Compact the search structures if they are split in more than ``above`` parts.
+    def optimize(self, *, above: int = 1, compact: bool = False) -> bool:
+        """Merge the search structures if they are split in more than ``above`` parts.
 
-        Results stay the same; searches get faster. Returns whether anything was done.
+        Results stay the same; searches get faster. ``compact`` also gives the space freed
+        back to the file system. Returns whether anything was merged.
         """
 
     def reset(self) -> None:

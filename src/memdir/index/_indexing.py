@@ -119,7 +119,7 @@ def sync_workspace(
         if source.gone(rel) and engine.remove_file(rel):
             removed += 1
     if lines >= MERGE_AFTER_UNITS:
-        engine.optimize()
+        engine.optimize(compact=True)
     return IndexStats(
         files_indexed=indexed,
         files_unchanged=unchanged,

@@ -316,7 +316,7 @@ class PgFiles:
             cur.execute(self.q("drop_file"), (int(row[0]),))
             return True
 
-    def optimize(self, *, above: int = 1) -> bool:
+    def optimize(self, *, above: int = 1, compact: bool = False) -> bool:
         """Nothing to merge: posting lists are rows of one B-tree (PostgreSQL keeps it)."""
         return False
 
