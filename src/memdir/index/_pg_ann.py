@@ -14,7 +14,10 @@ to that size (``index_vector_ann_384``: ``((embedding::vector(384)) vector_ip_op
 so the inner product is the cosine similarity :class:`DenseIndex` computes: both paths give
 the same scores. A search filters by namespace and dimension (iterative index scans keep
 walking the graph until enough rows of the namespace are found) and maps the keys back to the
-units that hold that text now, so a deleted or changed line is never returned.
+units that hold that text now, so a deleted or changed line is never returned. The graph holds
+every namespace: a namespace of at most :data:`EXACT_BELOW` lines, or one whose walk ended
+before it met enough of its rows, is ranked exactly instead (every vector of the namespace
+compared, in SQL, found by the primary key).
 """
 
 from __future__ import annotations
@@ -37,10 +40,13 @@ if TYPE_CHECKING:
     from memdir.store.postgres import PostgresStore
     from memdir.store.postgres._connect import Database
 
-__all__ = ["EF_SEARCH", "Ann", "KeyMap", "ann_of"]
+__all__ = ["EF_SEARCH", "EXACT_BELOW", "Ann", "KeyMap", "ann_of"]
 
 logger = logging.getLogger("memdir.index")
 
+EXACT_BELOW = 10_000
+"""A namespace with at most this many lines is ranked exactly, in SQL, without the HNSW index:
+the graph holds every namespace's vectors, and a walk of it finds few of a small one's."""
 EF_SEARCH = 200
 """Candidates the HNSW search keeps (``hnsw.ef_search``, set per transaction): at least this,
 or twice the results asked for, up to pgvector's limit of 1000."""
@@ -102,13 +108,30 @@ class Ann:
         )
 
     def nearest(
-        self, cur: Any, ns: str, query: npt.NDArray[np.float32], limit: int
+        self, cur: Any, ns: str, query: npt.NDArray[np.float32], limit: int, *, exact: bool
     ) -> list[tuple[bytes, float]]:
-        """The ``limit`` keys of ``ns`` nearest to the unit vector ``query``, with similarity."""
+        """The ``limit`` keys of ``ns`` nearest to the unit vector ``query``, with similarity.
+
+        ``exact``: every vector of the namespace compared (its rows found by the primary key),
+        not a walk of the HNSW index, which is shared by every namespace.
+        """
         dim = int(query.shape[0])
         self.adapt(cur)
+        if exact:  # the column as it is: an expression the HNSW index does not cover
+            cur.execute(
+                f"SELECT key, embedding OPERATOR({self.types}.<#>) %b AS distance"
+                f" FROM {self.table} WHERE ns = %s AND dim = {dim} ORDER BY distance LIMIT %s",
+                (self.vector(query.astype("<f4").tobytes()), ns, limit),
+            )
+            return [(bytes(key), -float(distance)) for key, distance in cur.fetchall()]
         ef = min(_MAX_EF, max(EF_SEARCH, 2 * limit))
-        cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+        # The walk of the graph, not the planner's choice by statistics that may be stale: the
+        # namespace test is no index condition, and a sequential scan is ruled out.
+        cur.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true),"
+            " set_config('enable_seqscan', 'off', true)",
+            (str(ef),),
+        )
         if self.iterative:
             cur.execute(
                 "SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
@@ -118,7 +141,7 @@ class Ann:
         cast = f"embedding::{self.types}.vector({dim})"
         cur.execute(
             f"SELECT key, {cast} OPERATOR({self.types}.<#>) %b AS distance FROM {self.table}"
-            f" WHERE ns = %s AND dim = {dim} ORDER BY distance LIMIT %s",
+            f" WHERE (ns || '') = %s AND dim = {dim} ORDER BY distance LIMIT %s",
             (self.vector(query.astype("<f4").tobytes()), ns, limit),
         )
         return [(bytes(key), -float(distance)) for key, distance in cur.fetchall()]
@@ -253,6 +276,10 @@ class KeyMap:
         self._files[info.id] = (info.digest, units)
         for rowid, key in units:
             self._rows.setdefault(key, []).append(rowid)
+
+    def __len__(self) -> int:
+        """How many units have text to embed."""
+        return sum(len(units) for _, units in self._files.values())
 
     def rows(self, key: bytes) -> list[int]:
         """The row ids whose text has this key (none: no unit holds it now)."""

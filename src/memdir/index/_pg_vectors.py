@@ -18,6 +18,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memdir.index import _pg_ann
 from memdir.index._pg_ann import Ann, KeyMap, ann_of
 from memdir.store.workspace import Workspace
 
@@ -258,16 +259,20 @@ class PgVectors:
             generation, mirrored = self._counters(cur)
             if generation != mirrored:
                 return None  # the copy is behind: the Python ranking sees every vector
+            exact = len(keys) <= _pg_ann.EXACT_BELOW
             limit = min(_MAX_FETCH, 2 * k)
             while True:
-                found = ann.nearest(cur, self.ns, query, limit)
+                found = ann.nearest(cur, self.ns, query, limit, exact=exact)
+                if len(found) < limit and not exact:
+                    # The walk of the graph ended (hnsw.max_scan_tuples) before it met `limit`
+                    # of this namespace's vectors, so it may have passed nearer ones: compare
+                    # them all instead, at the cost of their number.
+                    exact = True
+                    continue
                 rows = [(rowid, score) for key, score in found for rowid in keys.rows(key)]
-                if (
-                    len(rows) >= k
-                    or len(found) < limit
-                    or limit >= _MAX_FETCH
-                    or (found and found[-1][1] <= 0)
-                ):
+                if len(rows) >= k or len(found) < limit:
+                    break
+                if found[-1][1] <= 0 or limit >= _MAX_FETCH:
                     break
                 limit = min(_MAX_FETCH, 4 * limit)  # keys no unit holds now took the places
             rows.sort(key=lambda row: (-row[1], -row[0]))  # ties: the newer line first
