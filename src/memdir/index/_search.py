@@ -60,6 +60,35 @@ def _units_after(files: dict[int, FileInfo], file_id: int) -> int:
     return suffix[bisect.bisect_right(ids, file_id)]
 
 
+_bounds_cache: tuple[dict[int, FileInfo], dict[int, tuple[int | None, int | None]]] | None = None
+
+
+def _file_bounds(
+    engine: Engine, files: dict[int, FileInfo], file_ids: set[int]
+) -> dict[int, tuple[int | None, int | None]]:
+    """The first and last unit of each file of ``file_ids`` (one batched lookup).
+
+    Kept for the last ``files`` mapping seen (a new one whenever the index changes).
+    """
+    global _bounds_cache
+    cache = _bounds_cache
+    if cache is None or cache[0] is not files:
+        cache = _bounds_cache = (files, {})
+    known = cache[1]
+    wanted = [f for f in file_ids if f not in known]
+    if wanted:
+        shift = LINE_BITS
+        # Line 0 is never a unit (lines are 1-based), and no file reaches the last line.
+        probes = [f << shift for f in wanted] + [((f + 1) << shift) - 1 for f in wanted]
+        links = engine.neighbors(probes)
+        for f in wanted:
+            known[f] = (
+                links.get(f << shift, (None, None))[1],
+                links.get(((f + 1) << shift) - 1, (None, None))[0],
+            )
+    return known
+
+
 def _units_from(engine: Engine, rowids: Collection[int]) -> dict[int, int]:
     """For each row id, the number of units whose id is that one or higher.
 
@@ -73,16 +102,12 @@ def _units_from(engine: Engine, rowids: Collection[int]) -> dict[int, int]:
     files = engine.files_by_id()
     shift = LINE_BITS
     mask = (1 << shift) - 1
-    file_ids = {rowid >> shift for rowid in rowids}
-    # Line 0 is never a unit (lines are 1-based), and no file reaches the last line number.
-    probes = [f << shift for f in file_ids] + [((f + 1) << shift) - 1 for f in file_ids]
-    links = engine.neighbors(probes)
+    bounds = _file_bounds(engine, files, {rowid >> shift for rowid in rowids})
     out: dict[int, int] = {}
     for rowid in rowids:
         file_id = rowid >> shift
         info = files.get(file_id)
-        first = links.get(file_id << shift, (None, None))[1]
-        last = links.get(((file_id + 1) << shift) - 1, (None, None))[0]
+        first, last = bounds.get(file_id, (None, None))
         if info is None or first is None or last is None or not first <= rowid <= last:
             out[rowid] = engine.rows_from(rowid)  # not a consistent view: count exactly
             continue

@@ -10,7 +10,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from memdir.index._engine import FileInfo, StoredRow, heading_ids, stored_rows
+from memdir.index._engine import FileInfo, StoredRow, stored_rows
 from memdir.index._markdown import ParsedFile
 from memdir.index._schema import (
     APPLICATION_ID,
@@ -54,6 +54,10 @@ def _varints(data: bytes) -> list[int]:
 
 class SqliteEngine(SqliteFiles):
     """The :class:`~memdir.index._engine.Engine` on stdlib ``sqlite3`` (FTS5, WAL)."""
+
+    def __init__(self, con: sqlite3.Connection) -> None:
+        super().__init__(con)
+        self._totals: tuple[dict[int, FileInfo], tuple[int, float]] | None = None
 
     @classmethod
     def open(cls, path: Path) -> tuple[SqliteEngine | None, str | None]:
@@ -148,7 +152,19 @@ class SqliteEngine(SqliteFiles):
         return max(days) if days else None
 
     def totals(self) -> tuple[int, float]:
-        """``(rows, average tokens per row)`` from FTS5's own statistics record."""
+        """``(rows, average tokens per row)`` from FTS5's own statistics record.
+
+        Kept with the files mapping it was read beside: both change with every write.
+        """
+        files = self._by_id()
+        known = self._totals
+        if known is not None and known[0] is files:
+            return known[1]
+        found = self._read_totals()
+        self._totals = (files, found)
+        return found
+
+    def _read_totals(self) -> tuple[int, float]:
         row = self._con.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
         if row is None or not row[0]:
             return 0, 0.0
@@ -214,23 +230,18 @@ class SqliteEngine(SqliteFiles):
         files = self._by_id()
         con = self._con
         raw: list[tuple[int, int, int, str]] = []
+        headings: dict[int, str] = {}
+        shift = LINE_BITS
         for i in range(0, len(rowids), _CHUNK):
             chunk = rowids[i : i + _CHUNK]
-            raw.extend(
-                con.execute(
-                    "SELECT id, line_end, head, content FROM units WHERE id IN "
-                    f"({','.join('?' * len(chunk))})",
-                    chunk,
-                )
+            rows = con.execute(
+                "SELECT u.id, u.line_end, u.head, u.content, h.text FROM units u"
+                " LEFT JOIN headings h ON u.head != 0 AND h.id = ((u.id >> ?) << ?) | u.head"
+                f" WHERE u.id IN ({','.join('?' * len(chunk))})",
+                (shift, shift, *chunk),
             )
-        head_ids = heading_ids(raw)
-        headings: dict[int, str] = {}
-        for i in range(0, len(head_ids), _CHUNK):
-            chunk = head_ids[i : i + _CHUNK]
-            headings.update(
-                con.execute(
-                    f"SELECT id, text FROM headings WHERE id IN ({','.join('?' * len(chunk))})",
-                    chunk,
-                )
-            )
+            for rowid, end, head, content, heading in rows:
+                raw.append((rowid, end, head, content))
+                if heading is not None:
+                    headings[((rowid >> shift) << shift) | head] = heading
         return stored_rows(raw, files, headings)

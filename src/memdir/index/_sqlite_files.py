@@ -45,6 +45,8 @@ class SqliteFiles:
         self._con = con
         self._files_by_id: dict[int, FileInfo] | None = None
         self._data_version = -1
+        self._reading = False  # inside a snapshot
+        self._checked = False  # ... whose data version was read already
 
     def close(self) -> None:
         """Close the connection."""
@@ -63,9 +65,11 @@ class SqliteFiles:
         """A read transaction: every query inside sees one consistent state."""
         con = self._con
         con.execute("BEGIN")
+        self._reading, self._checked = True, False
         try:
             yield
         finally:
+            self._reading = self._checked = False
             if con.in_transaction:
                 con.execute("COMMIT")
 
@@ -101,10 +105,17 @@ class SqliteFiles:
         return self._by_id()
 
     def _by_id(self) -> dict[int, FileInfo]:
+        """The files by id, read again when another connection changed the database.
+
+        Inside a :meth:`snapshot` the answer cannot change, so the version is read once.
+        """
+        if self._checked and self._files_by_id is not None:
+            return self._files_by_id
         version = self._con.execute("PRAGMA data_version").fetchone()[0]
         if self._files_by_id is None or version != self._data_version:
             self._files_by_id = {info.id: info for info in self._file_rows()}
             self._data_version = version
+        self._checked = self._reading
         return self._files_by_id
 
     def _last_unit(self, file_id: int) -> tuple[int, int] | None:
