@@ -127,17 +127,15 @@ class Ann:
         ef = min(_MAX_EF, max(EF_SEARCH, 2 * limit))
         # The walk of the graph, not the planner's choice by statistics that may be stale: the
         # namespace test is no index condition, and a sequential scan is ruled out.
-        cur.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true),"
-            " set_config('enable_seqscan', 'off', true)",
-            (str(ef),),
+        settings = (
+            "set_config('hnsw.ef_search', %s, true), set_config('enable_seqscan', 'off', true)"
         )
         if self.iterative:
-            cur.execute(
-                "SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
-                " set_config('hnsw.max_scan_tuples', %s, true)",
-                (str(_MAX_SCAN),),
+            settings += (
+                ", set_config('hnsw.iterative_scan', 'strict_order', true),"
+                " set_config('hnsw.max_scan_tuples', %s, true)"
             )
+        cur.execute(f"SELECT {settings}", (str(ef), str(_MAX_SCAN))[: 2 if self.iterative else 1])
         cast = f"embedding::{self.types}.vector({dim})"
         cur.execute(
             f"SELECT key, {cast} OPERATOR({self.types}.<#>) %b AS distance FROM {self.table}"
