@@ -424,7 +424,7 @@ class SqliteFiles:
         posting reads of a search take a third less time once merged. Holds the write lock
         while it runs (about 1 s per million lines). With ``compact``, the pages the old
         segments held are then given back to the file system (``VACUUM``, when they are over
-        a tenth of the file; skipped if there is no room for the copy it makes). Returns
+        2 % of the file; skipped if there is no room for the copy it makes). Returns
         whether it merged.
         """
         if self.segments() <= above:
@@ -439,7 +439,7 @@ class SqliteFiles:
         con = self._con
         free = con.execute("PRAGMA freelist_count").fetchone()[0]
         pages = con.execute("PRAGMA page_count").fetchone()[0]
-        if free * 10 <= pages:
+        if free * 50 <= pages:
             return
         try:
             con.execute("VACUUM")
