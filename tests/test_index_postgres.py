@@ -320,6 +320,16 @@ def test_an_index_made_before_the_posting_lists_gets_them_when_migrated(
             index.refresh()  # units with their tsvectors, written before migration 5
     db = ws.store.db  # type: ignore[attr-defined]
     assert _schema.migrate(db.transaction, db.schema) == 1  # as `memdir db upgrade` runs it
+
+    def estimated_rows(cur: Any) -> float:
+        cur.execute(
+            "SELECT reltuples FROM pg_class WHERE oid = %s::regclass",
+            (f'"{db.schema}".index_postings',),
+        )
+        return float(cur.fetchone()[0])
+
+    # The planner knows the new table at once (-1: never analysed), not after autovacuum.
+    assert db.transaction(estimated_rows) > 0
     with MemoryIndex(local) as on_files, MemoryIndex(ws) as in_pg:
         on_files.refresh()
         assert in_pg.refresh().files_indexed == 0  # nothing re-indexed: the rows were kept
