@@ -17,8 +17,8 @@ the paths interleaved: pgvector (``PgVectors.nearest``, always walking the graph
 (``DenseIndex.search``, per-file matrices in memory), and an exact scan in SQL (what a
 namespace of at most ``EXACT_BELOW`` lines gets). Reported: p50 / p99 ms of each after one
 warm-up query (and that first query's time: the Python path loads every vector, the pgvector
-path reads the lines' texts), and the share of Python's exact top 10 / top 50 that the
-approximate HNSW search returns.
+path reads the lines' texts), the share of Python's exact top 10 / top 50 that the approximate
+HNSW search returns, and the memory the pgvector path's map from keys to lines takes.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import os
 import platform
 import sys
 import time
+import tracemalloc
 import uuid
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from _postgres import bundled_bin, server
 from memdir import MemoryIndex, Workspace
 from memdir.index import _pg_ann
 from memdir.index._hybrid import nearest
+from memdir.index._pg_ann import KeyMap
 from memdir.index._pg_vectors import PgVectors
 
 DEPTH = 50
@@ -187,9 +189,16 @@ def run(url: str, *, vectors: int, dim: int, queries: int, clusters: int) -> dic
                 exact = got["python"]
                 recall10.append(len(set(got["pgvector"][:10]) & set(exact[:10])) / 10)
                 recall50.append(len(set(got["pgvector"]) & set(exact)) / len(exact))
+            tracemalloc.start()  # what the pgvector path keeps per process instead of vectors
+            keymap = KeyMap(embedder.name)
+            keymap.refresh(engine)
+            keymap_bytes = tracemalloc.get_traced_memory()[0]
+            del keymap
+            tracemalloc.stop()
             result: dict[str, Any] = {
                 "recall_at_10": float(np.mean(recall10)),
                 "recall_at_50": float(np.mean(recall50)),
+                "keymap_mb": keymap_bytes / 2**20,
             }
             for name, values in times.items():
                 result[f"{name}_first_ms"] = first[name]
@@ -215,7 +224,7 @@ def markdown(report: dict[str, Any]) -> str:
             f" embedded and stored in {r['embed_s']:.1f} s"
             f" ({r['embedded'] / r['embed_s']:,.0f} vectors/s,"
             f" HNSW included); index_vector_ann with its indexes {r['ann_mb']:,.0f} MB;"
-            f" ef_search {r['ef_search']}.",
+            f" ef_search {r['ef_search']}; the map from keys to lines {r['keymap_mb']:.1f} MB.",
             "",
             f"| path | first query ms | p50 ms | p99 ms | recall of the exact top 10 / top"
             f" {r['depth']} |",
