@@ -41,7 +41,7 @@ from _corpus import CorpusSpec, cached_corpus, default_cache_root, ledger_rels, 
 from _postgres import bundled_bin, server
 from _scale_queries import make_queries
 from memdir import MemoryIndex, Workspace
-from retrieval import score_query, write_corpus
+from retrieval import ranked_docs, score_query, write_corpus
 
 SETS = (
     ("LoCoMo (4 answerable categories)", "locomo/memret.json"),
@@ -64,13 +64,7 @@ def _copy_into(pg: Workspace, root: Path) -> None:
 
 
 def _ranked(hits: list[Any], where: dict[tuple[str, int], str]) -> list[str]:
-    ranked: list[str] = []
-    for hit in hits:
-        for line in range(hit.line_number, hit.line_end + 1):
-            doc = where.get((hit.path, line))
-            if doc is not None and doc not in ranked:
-                ranked.append(doc)
-    return ranked[:LIMIT]
+    return ranked_docs(hits, where)[:LIMIT]
 
 
 def retrieval(path: Path, url: str) -> dict[str, Any]:

@@ -81,6 +81,17 @@ def write_corpus(root: Path, docs: list[dict[str, Any]]) -> dict[tuple[str, int]
     return where
 
 
+def ranked_docs(hits: list[Any], where: dict[tuple[str, int], str]) -> list[str]:
+    """The docs the hits cover, in hit order, each once (``where``: (path, line) -> doc)."""
+    ranked: list[str] = []
+    for hit in hits:
+        for line in range(hit.line_number, hit.line_end + 1):
+            doc = where.get((hit.path, line))
+            if doc is not None and doc not in ranked:
+                ranked.append(doc)
+    return ranked
+
+
 def _recall(ranked: list[str], relevant: set[str], k: int) -> float:
     return len(relevant.intersection(ranked[:k])) / len(relevant)
 
@@ -156,12 +167,7 @@ def run(
                     started = time.perf_counter()
                     hits = index.search(query["text"], limit=k)
                     ms = (time.perf_counter() - started) * 1000
-                    ranked: list[str] = []
-                    for hit in hits:
-                        for line in range(hit.line_number, hit.line_end + 1):
-                            doc = where.get((hit.path, line))
-                            if doc is not None and doc not in ranked:
-                                ranked.append(doc)
+                    ranked = ranked_docs(hits, where)
                     rows.append(
                         {
                             "id": query["id"],

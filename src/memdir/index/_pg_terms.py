@@ -71,22 +71,8 @@ def _positions(tokens: list[str]) -> dict[str, list[int]]:
 
 def tsvector_of(content: str) -> tuple[int, str]:
     """``(token count, tsvector literal)`` of one unit's text."""
-    if content.isascii():
-        tokens = fast_tokens(content)
-        where: dict[str, list[int]] = {}
-        if len(content) >= MAX_LEXEME and max(map(len, tokens), default=0) >= MAX_LEXEME:
-            return len(tokens), _literal(_positions(tokens))
-        for i, token in enumerate(tokens, start=1):
-            key = stem(token)
-            found = where.get(key)
-            if found is None:
-                where[key] = [i]
-            else:
-                found.append(i)
-    else:
-        tokens = text_tokens(content)
-        where = _positions(tokens)
-    return len(tokens), _literal(where)
+    tokens = fast_tokens(content) if content.isascii() else text_tokens(content)
+    return len(tokens), _literal(_positions(tokens))
 
 
 def _literal(where: dict[str, list[int]]) -> str:
