@@ -206,7 +206,9 @@ class Engine(Protocol):
         """Up to ``limit`` ids of rows holding every term, newest files first, unranked.
 
         A term is a phrase of folded, unstemmed tokens (:attr:`memdir.index._query.Term.tokens`):
-        its tokens, stemmed, in a row in that order and next to each other.
+        its tokens, stemmed, in a row in that order and next to each other (a word of CJK
+        characters: within one run of them; the SQLite engine does not match it across
+        punctuation).
         """
 
     def neighbors(self, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:

@@ -2,10 +2,10 @@
 
 Row ids encode the location: ``units.id = file_id << 24 | first_line``, so one file's rows
 are one id range (deleting or diffing a file never scans the table) and FTS5 doclists are
-ordered by file. ``fts`` is *contentless*: it stores only the inverted index, the text lives
-once in ``units``. Deleting from it replays the tokens that were inserted, which is safe
-because :func:`memdir.index._text.index_body` is a pure function whose version is recorded
-in ``meta``.
+ordered by file. The full-text tables (``fts`` and ``pairs``, :mod:`memdir.index._fts`) are
+*contentless*: they store only the inverted index, the text lives once in ``units``. Deleting
+from them replays the tokens that were inserted, which is safe because the functions that
+derive them are pure and their version is recorded in ``meta``.
 
 Writers take the lock with ``BEGIN IMMEDIATE`` (never a read transaction upgraded to a write,
 which SQLite fails at once to avoid a deadlock), and wait for it in short slices with a
@@ -25,6 +25,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from memdir.index._fts import PAIRS_TABLE, pair_rows
 from memdir.index._text import ANALYZER_VERSION
 
 __all__ = [
@@ -74,7 +75,12 @@ def _v1(con: sqlite3.Connection) -> None:
             content TEXT NOT NULL)"""
     )
     con.execute("CREATE TABLE headings(id INTEGER PRIMARY KEY, text TEXT NOT NULL)")
-    con.execute(f"CREATE VIRTUAL TABLE fts USING fts5(body, content='', tokenize='{TOKENIZER}')")
+    # No sizes table (columnsize=0): the ranking counts a row's tokens in its text. Databases
+    # made before keep theirs, unused.
+    con.execute(
+        "CREATE VIRTUAL TABLE fts USING fts5("
+        f"body, content='', columnsize=0, tokenize='{TOKENIZER}')"
+    )
     con.execute("INSERT INTO meta(key, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,))
 
 
@@ -86,10 +92,19 @@ def _v2(con: sqlite3.Connection) -> None:
         con.execute(f"ALTER TABLE files ADD COLUMN {column}")
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2}
+def _v3(con: sqlite3.Connection) -> None:
+    # The CJK character pairs of every stored unit (memdir.index._fts), filled from units.
+    con.execute(PAIRS_TABLE)
+    rows = con.execute("SELECT id, content FROM units")
+    while batch := rows.fetchmany(10_000):
+        con.executemany("INSERT INTO pairs(rowid, body) VALUES (?, ?)", pair_rows(batch))
+    con.execute("INSERT INTO pairs(pairs) VALUES ('optimize')")  # one segment, as a search wants
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2, 3: _v3}
 """Schema steps by the version they produce; each runs once, inside one transaction."""
 SCHEMA_VERSION = max(MIGRATIONS)
-_TABLES = frozenset({"meta", "files", "units", "headings", "fts"})
+_TABLES = frozenset({"meta", "files", "units", "headings", "fts", "pairs"})
 
 
 _CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT (any extended code), SQLITE_NOTADB

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memdir.index._engine import FileInfo, StoredRow, stored_rows
+from memdir.index._fts import integrity_check, match_rowids
 from memdir.index._markdown import ParsedFile
 from memdir.index._schema import (
     APPLICATION_ID,
@@ -112,7 +113,7 @@ class SqliteEngine(SqliteFiles):
     def damage(self) -> str | None:
         """What an integrity check finds wrong with the database, or ``None``.
 
-        The page structure (``quick_check``), the full-text index (FTS5 ``integrity-check``)
+        The page structure (``quick_check``), the full-text tables (FTS5 ``integrity-check``)
         and that every stored text decodes.
         """
         con = self._con
@@ -120,7 +121,7 @@ class SqliteEngine(SqliteFiles):
             found = [row[0] for row in con.execute("PRAGMA quick_check(3)")]
             if found != ["ok"]:
                 return "; ".join(str(line) for line in found).replace("\n", " ")[:200]
-            con.execute("INSERT INTO fts(fts) VALUES ('integrity-check')")
+            integrity_check(con)
             for sql in _TEXTS:
                 for _ in con.execute(sql):
                     pass
@@ -189,14 +190,10 @@ class SqliteEngine(SqliteFiles):
         """Up to ``limit`` row ids holding every term, highest (newest files) first, unranked.
 
         Each term is an FTS5 phrase (its tokens are word characters only, so nothing of a
-        query's own syntax reaches FTS5); FTS5 stems them as it stemmed the rows.
+        query's own syntax reaches FTS5); FTS5 stems them as it stemmed the rows. Chinese
+        words are looked up by their character pairs (:func:`memdir.index._fts.match_rowids`).
         """
-        expression = " AND ".join('"' + " ".join(tokens) + '"' for tokens in terms)
-        rows = self._con.execute(
-            "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-            (expression, limit),
-        ).fetchall()
-        return [row[0] for row in rows]
+        return [row[0] for row in self._con.execute(*match_rowids(terms, limit)).fetchall()]
 
     def neighbors(self, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
         """The previous and next unit of the same file for each row id."""

@@ -17,10 +17,10 @@ from dataclasses import replace
 from memdir.index._append import Chain, TailRead, TailState, fence_lines, line_start
 from memdir.index._diff import diff_units
 from memdir.index._engine import FileInfo, FileSnapshot, SyncResult
+from memdir.index._fts import clear, index_rows, merge, segments, unindex_rows
 from memdir.index._markdown import ParsedFile, Unit, ends_in_fence, parse_markdown
 from memdir.index._paths import digest, ledger_day
 from memdir.index._schema import LINE_BITS, immediate, is_busy, is_unwritable
-from memdir.index._text import index_body
 
 __all__ = ["SqliteFiles", "file_range"]
 
@@ -346,10 +346,7 @@ class SqliteFiles:
             "INSERT INTO units(id, line_end, head, content) VALUES (?, ?, ?, ?)",
             [(base | u.start, u.end, u.head, u.content) for u in units],
         )
-        con.executemany(
-            "INSERT INTO fts(rowid, body) VALUES (?, ?)",
-            [(base | u.start, index_body(u.content)) for u in units],
-        )
+        index_rows(con, [(base | u.start, u.content) for u in units])
         return len(units)
 
     def _apply_diff(
@@ -367,10 +364,7 @@ class SqliteFiles:
         }
         diff = diff_units(old, {lo | u.start: u for u in units}, force=force)
         if diff.gone:
-            con.executemany(
-                "INSERT INTO fts(fts, rowid, body) VALUES ('delete', ?, ?)",
-                [(rowid, index_body(content)) for rowid, content in diff.gone],
-            )
+            unindex_rows(con, diff.gone)
             con.executemany("DELETE FROM units WHERE id = ?", [(rowid,) for rowid, _ in diff.gone])
         if diff.heads:
             con.executemany("UPDATE units SET head = ? WHERE id = ?", diff.heads)
@@ -394,10 +388,7 @@ class SqliteFiles:
         rows = con.execute(
             "SELECT id, content FROM units WHERE id >= ? AND id < ?", (lo, hi)
         ).fetchall()
-        con.executemany(
-            "INSERT INTO fts(fts, rowid, body) VALUES ('delete', ?, ?)",
-            [(rowid, index_body(content)) for rowid, content in rows],
-        )
+        unindex_rows(con, rows)
         con.execute("DELETE FROM units WHERE id >= ? AND id < ?", (lo, hi))
         con.execute("DELETE FROM headings WHERE id >= ? AND id < ?", (lo, hi))
 
@@ -413,8 +404,7 @@ class SqliteFiles:
 
     def segments(self) -> int:
         """How many segments the full-text index is made of (each search looks in each)."""
-        row = self._con.execute("SELECT count(DISTINCT segid) FROM fts_idx").fetchone()
-        return int(row[0])
+        return segments(self._con)
 
     def optimize(self, *, above: int = 1, compact: bool = False) -> bool:
         """Merge the full-text index into one segment if it has more than ``above``.
@@ -430,7 +420,7 @@ class SqliteFiles:
         if self.segments() <= above:
             return False
         with self._write() as con:
-            con.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+            merge(con)
         if compact:
             self._compact()
         return True
@@ -452,7 +442,7 @@ class SqliteFiles:
     def reset(self) -> None:
         """Drop every row (a full rebuild follows)."""
         with self._write() as con:
-            con.execute("INSERT INTO fts(fts) VALUES ('delete-all')")
+            clear(con)
             con.execute("DELETE FROM units")
             con.execute("DELETE FROM headings")
             con.execute("DELETE FROM files")

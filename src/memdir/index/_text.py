@@ -11,6 +11,7 @@ matches the word anywhere, including 2-character terms inside longer words.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from functools import lru_cache
@@ -23,14 +24,17 @@ __all__ = [
     "HANGUL",
     "HIRAGANA",
     "KATAKANA",
+    "cjk_pairs",
     "emoji_token",
     "fold",
     "index_body",
+    "index_pairs",
     "text_tokens",
 ]
 
 ANALYZER_VERSION = "cjk-unigram+emoji/2"
-"""Changes whenever :func:`index_body` would produce different tokens (forces a rebuild)."""
+"""Changes whenever :func:`index_body` or :func:`index_pairs` would produce different tokens
+(forces a rebuild)."""
 
 # Fixed code point ranges (not ``unicodedata``) so the analysis is identical on every Python.
 HAN = (
@@ -48,6 +52,7 @@ EMOJI = "\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
 _EMOJI = re.compile(f"[{EMOJI}]")
 
 _CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
+_CJK_PAIRS = re.compile(f"[{CJK_CHARS}]{{2,}}")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A token as unicode61 sees it: letters and digits (the underscore separates).
 _TOKEN = re.compile(f"[{CJK_CHARS}]|[^\\W_{CJK_CHARS}]+")
@@ -82,6 +87,29 @@ def index_body(text: str) -> str:
     if not text.isascii():
         text = _CJK_RUN.sub(_spread, _with_emoji_words(text))
     return _CONTROL.sub(" ", text)
+
+
+def index_pairs(text: str) -> str:
+    """The adjacent character pairs of each run of CJK characters in ``text``, space apart.
+
+    ``数据库迁移`` gives ``数据 据库 库迁 迁移``; a pair never spans two runs, so ``数，组``
+    holds no ``数组``. Empty when no run has two characters. Pure and deterministic, like
+    :func:`index_body`: deleting a row replays exactly the pairs that were inserted.
+    """
+    if text.isascii():
+        return ""
+    pairs: list[str] = []
+    for match in _CJK_PAIRS.finditer(text):
+        run = match.group()
+        pairs.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return " ".join(pairs)
+
+
+def cjk_pairs(tokens: tuple[str, ...]) -> list[str] | None:
+    """The character pairs of a query phrase of two or more CJK characters, else ``None``."""
+    if len(tokens) < 2 or not all(len(t) == 1 and _CJK_RUN.match(t) for t in tokens):
+        return None
+    return [a + b for a, b in itertools.pairwise(tokens)]
 
 
 @lru_cache(maxsize=4096)

@@ -1,7 +1,7 @@
 """Opening the session index's database: on disk beside the memory index, or in memory.
 
 The database has the memory index's schema (:func:`memdir.index._schema.prepare`: the
-``files``, ``units`` and ``fts`` tables the ranking reads) plus two tables of its own,
+``files``, ``units`` and full-text tables the ranking reads) plus two tables of its own,
 ``session_logs`` and ``session_units`` (see :mod:`memdir.sessions._catalog`). It is derived
 from the logs: one that is damaged, foreign or of another :data:`FORMAT` is emptied or
 deleted, with a warning, and built again by the next refresh.
@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 from memdir.errors import SessionLogError
+from memdir.index._fts import clear
 from memdir.index._schema import (
     connect,
     immediate,
@@ -117,7 +118,7 @@ def _prepare(con: sqlite3.Connection) -> str | None:
 
 def _reset(con: sqlite3.Connection) -> None:
     """Drop every row and record this :data:`FORMAT` (inside a write transaction)."""
-    con.execute("INSERT INTO fts(fts) VALUES ('delete-all')")
+    clear(con)
     for table in ("units", "headings", "files", "session_logs", "session_units"):
         con.execute(f"DELETE FROM {table}")
     con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('sessions', ?)", (FORMAT,))

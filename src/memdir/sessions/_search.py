@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from memdir._opencache import OpenCache
+from memdir.index._fts import match_rowids
 from memdir.index._porter import stem
 from memdir.index._query import analyze_query
 from memdir.index._schema import LINE_BITS
@@ -74,22 +75,10 @@ class _OneLog(SqliteEngine):
         super().__init__(con)
         self._range = (file_id << LINE_BITS, (file_id + 1) << LINE_BITS)
 
-    def rowids(self, terms: Sequence[tuple[str, ...]] | str, limit: int) -> list[int]:
-        """Up to ``limit`` ids of the log's rows holding every term, newest first.
-
-        ``terms``: phrases of tokens, or (as older engines took it) an FTS5 expression.
-        """
-        expression = (
-            terms
-            if isinstance(terms, str)
-            else " AND ".join('"' + " ".join(tokens) + '"' for tokens in terms)
-        )
-        rows = self._con.execute(
-            "SELECT rowid FROM fts WHERE fts MATCH ? AND rowid >= ? AND rowid < ?"
-            " ORDER BY rowid DESC LIMIT ?",
-            (expression, *self._range, limit),
-        ).fetchall()
-        return [row[0] for row in rows]
+    def rowids(self, terms: Sequence[tuple[str, ...]], limit: int) -> list[int]:
+        """Up to ``limit`` ids of the log's rows holding every term, newest first."""
+        found = self._con.execute(*match_rowids(terms, limit, self._range)).fetchall()
+        return [row[0] for row in found]
 
 
 def _guarded(index: SessionIndex, action: Callable[[], _T]) -> _T:
