@@ -3,7 +3,8 @@
 * ``fts`` holds every word of every unit (each CJK character a word of its own,
   :func:`memdir.index._text.index_body`), with positions: a query phrase is matched there.
 * ``pairs`` holds the adjacent character pairs of each CJK run
-  (:func:`memdir.index._text.index_pairs`), without positions (``detail=none``). A Chinese
+  (:func:`memdir.index._text.index_pairs`), without positions (``detail=none``), split at
+  spaces only (the ``ascii`` tokenizer: every other character is part of a pair). A Chinese
   word of ``n`` characters is looked up there as the ``AND`` of its ``n - 1`` pairs: a
   two-character word is one posting list of the rows that hold it, where a phrase in
   ``fts`` walks the lists of both characters (each of ``无``, ``不``, ``是``... is in a large
@@ -35,7 +36,7 @@ __all__ = [
 
 PAIRS_TABLE = (
     "CREATE VIRTUAL TABLE pairs USING fts5("
-    "body, content='', detail=none, columnsize=0, tokenize='unicode61')"
+    "body, content='', detail=none, columnsize=0, tokenize='ascii')"
 )
 _TABLES = ("fts", "pairs")
 

@@ -169,6 +169,12 @@ class Scorer:
             )
             for term in terms
         ]
+        # The terms by their first token: a row is matched against the terms that start with
+        # one of its tokens, in query order (the sums come out as with every term tried).
+        starting: dict[str, list[int]] = {}
+        for number, term in enumerate(terms):
+            starting.setdefault(term.tokens[0], []).append(number)
+        self._starting = starting
         self._priors: dict[int, tuple[FileInfo, float]] = {}
 
     def score(self, row: StoredRow) -> float:
@@ -182,8 +188,14 @@ class Scorer:
         bm25 = 0.0
         matched_idf = 0.0
         found: list[tuple[list[int], float, int]] = []
-        for number, (tokens, single, gain, term_idf, part) in enumerate(self._plan):
-            where = index.get(single) if single is not None else _positions(index, tokens)
+        starting = self._starting
+        numbers = [n for key in index for n in starting.get(key, ())]
+        if len(numbers) > 1:
+            numbers.sort()
+        plan = self._plan
+        for number in numbers:
+            tokens, single, gain, term_idf, part = plan[number]
+            where = index[single] if single is not None else _positions(index, tokens)
             if not where:
                 continue
             tf = len(where)

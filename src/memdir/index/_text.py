@@ -52,7 +52,7 @@ EMOJI = "\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
 _EMOJI = re.compile(f"[{EMOJI}]")
 
 _CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
-_CJK_PAIRS = re.compile(f"[{CJK_CHARS}]{{2,}}")
+_CJK_PAIR = re.compile(f"(?=([{CJK_CHARS}]{{2}}))")  # every pair, overlapping
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A token as unicode61 sees it: letters and digits (the underscore separates).
 _TOKEN = re.compile(f"[{CJK_CHARS}]|[^\\W_{CJK_CHARS}]+")
@@ -98,11 +98,7 @@ def index_pairs(text: str) -> str:
     """
     if text.isascii():
         return ""
-    pairs: list[str] = []
-    for match in _CJK_PAIRS.finditer(text):
-        run = match.group()
-        pairs.extend(run[i : i + 2] for i in range(len(run) - 1))
-    return " ".join(pairs)
+    return " ".join(_CJK_PAIR.findall(text))
 
 
 def cjk_pairs(tokens: tuple[str, ...]) -> list[str] | None:
