@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from memdir.index import MemoryIndex
 from memdir.index._sqlite import SqliteEngine
 from memdir.index._text import index_pairs
@@ -104,4 +106,20 @@ def test_an_index_of_the_previous_schema_is_upgraded_in_place(tmp_path) -> None:
         con.close()
     index = MemoryIndex(ws).open()
     assert [index.search(query, limit=10) for query in queries] == before
+    index.close()
+
+
+def test_a_damaged_pairs_table_is_rebuilt_from_the_files(tmp_path) -> None:
+    ws, index = _indexed(tmp_path)
+    right = [index.search(query, limit=10) for query in ("数据库", "河边", "deploy")]
+    index.close()
+    con = sqlite3.connect(ws.index_dir / "memory_index.db", isolation_level=None)
+    try:  # every leaf of the pairs' posting lists overwritten (the structure record kept)
+        con.execute("UPDATE pairs_data SET block = randomblob(length(block)) WHERE id > 10")
+    finally:
+        con.close()
+    index = MemoryIndex(ws).open()
+    with pytest.warns(RuntimeWarning, match="rebuilt from the files"):
+        assert index.search("数据库", limit=10) == right[0]
+    assert [index.search(q, limit=10) for q in ("数据库", "河边", "deploy")] == right
     index.close()
