@@ -24,12 +24,12 @@ from memdir.index._text import cjk_pairs, index_body, index_pairs
 
 __all__ = [
     "PAIRS_TABLE",
+    "add_pairs",
     "clear",
     "index_rows",
     "integrity_check",
     "match_rowids",
     "merge",
-    "pair_rows",
     "segments",
     "unindex_rows",
 ]
@@ -41,9 +41,14 @@ PAIRS_TABLE = (
 _TABLES = ("fts", "pairs")
 
 
-def pair_rows(rows: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
+def _pair_rows(rows: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
     """``(row id, pairs)`` for the ``(row id, content)`` rows that hold a pair."""
     return [(rowid, text) for rowid, content in rows if (text := index_pairs(content))]
+
+
+def add_pairs(con: sqlite3.Connection, rows: Iterable[tuple[int, str]]) -> None:
+    """Add the pairs of ``(row id, content)`` rows to ``pairs`` (only)."""
+    con.executemany("INSERT INTO pairs(rowid, body) VALUES (?, ?)", _pair_rows(rows))
 
 
 def index_rows(con: sqlite3.Connection, rows: Sequence[tuple[int, str]]) -> None:
@@ -52,7 +57,7 @@ def index_rows(con: sqlite3.Connection, rows: Sequence[tuple[int, str]]) -> None
         "INSERT INTO fts(rowid, body) VALUES (?, ?)",
         [(rowid, index_body(content)) for rowid, content in rows],
     )
-    con.executemany("INSERT INTO pairs(rowid, body) VALUES (?, ?)", pair_rows(rows))
+    add_pairs(con, rows)
 
 
 def unindex_rows(con: sqlite3.Connection, rows: Sequence[tuple[int, str]]) -> None:
@@ -62,7 +67,7 @@ def unindex_rows(con: sqlite3.Connection, rows: Sequence[tuple[int, str]]) -> No
         [(rowid, index_body(content)) for rowid, content in rows],
     )
     con.executemany(
-        "INSERT INTO pairs(pairs, rowid, body) VALUES ('delete', ?, ?)", pair_rows(rows)
+        "INSERT INTO pairs(pairs, rowid, body) VALUES ('delete', ?, ?)", _pair_rows(rows)
     )
 
 
@@ -80,9 +85,9 @@ def segments(con: sqlite3.Connection) -> int:
     )
 
 
-def merge(con: sqlite3.Connection) -> None:
-    """Merge each table into one segment."""
-    for table in _TABLES:
+def merge(con: sqlite3.Connection, tables: Sequence[str] = _TABLES) -> None:
+    """Merge each of ``tables`` (both by default) into one segment."""
+    for table in tables:
         con.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
 
 
@@ -106,9 +111,9 @@ def match_rowids(
     ``AND`` to ``fts`` (its phrases), so the two tables are never joined.
     """
     pairs = [cjk_pairs(tokens) for tokens in terms]
-    if all(found is not None for found in pairs):
+    if None not in pairs:
         table = "pairs"
-        expression = " AND ".join(_phrase([p]) for found in pairs for p in found or ())
+        expression = " AND ".join(_phrase([p]) for found in pairs if found for p in found)
     else:
         table = "fts"
         expression = " AND ".join(_phrase(tokens) for tokens in terms)

@@ -25,7 +25,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from memdir.index._fts import PAIRS_TABLE, pair_rows
+from memdir.index._fts import PAIRS_TABLE, add_pairs, merge
 from memdir.index._text import ANALYZER_VERSION
 
 __all__ = [
@@ -97,8 +97,8 @@ def _v3(con: sqlite3.Connection) -> None:
     con.execute(PAIRS_TABLE)
     rows = con.execute("SELECT id, content FROM units")
     while batch := rows.fetchmany(10_000):
-        con.executemany("INSERT INTO pairs(rowid, body) VALUES (?, ?)", pair_rows(batch))
-    con.execute("INSERT INTO pairs(pairs) VALUES ('optimize')")  # one segment, as a search wants
+        add_pairs(con, batch)
+    merge(con, ("pairs",))  # one segment, as a search wants
 
 
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2, 3: _v3}

@@ -59,6 +59,7 @@ class SqliteEngine(SqliteFiles):
     def __init__(self, con: sqlite3.Connection) -> None:
         super().__init__(con)
         self._totals: tuple[dict[int, FileInfo], tuple[int, float]] | None = None
+        self._within: tuple[int, int] | None = None  # row ids a search may return: [lo, hi)
 
     @classmethod
     def open(cls, path: Path) -> tuple[SqliteEngine | None, str | None]:
@@ -193,7 +194,8 @@ class SqliteEngine(SqliteFiles):
         query's own syntax reaches FTS5); FTS5 stems them as it stemmed the rows. Chinese
         words are looked up by their character pairs (:func:`memdir.index._fts.match_rowids`).
         """
-        return [row[0] for row in self._con.execute(*match_rowids(terms, limit)).fetchall()]
+        found = self._con.execute(*match_rowids(terms, limit, self._within)).fetchall()
+        return [row[0] for row in found]
 
     def neighbors(self, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
         """The previous and next unit of the same file for each row id."""

@@ -6,7 +6,9 @@ FTS5 every CJK character is therefore set apart by spaces (one token per charact
 pure function of the text, with no dictionary, so deleting a row from the contentless FTS5
 table can re-derive exactly the tokens that were inserted. Queries are cut into words (see
 :mod:`memdir.index._query`) and each CJK word becomes a phrase of its characters, which
-matches the word anywhere, including 2-character terms inside longer words.
+matches the word anywhere, including 2-character terms inside longer words. The adjacent
+character pairs of each run (:func:`index_pairs`) are indexed too, so that such a word is
+found from the posting lists of its pairs (:mod:`memdir.index._fts`).
 """
 
 from __future__ import annotations

@@ -9,13 +9,12 @@ message; context lets a strong match lift the matching message next to it in the
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
 from memdir._opencache import OpenCache
-from memdir.index._fts import match_rowids
 from memdir.index._porter import stem
 from memdir.index._query import analyze_query
 from memdir.index._schema import LINE_BITS
@@ -73,12 +72,7 @@ class _OneLog(SqliteEngine):
 
     def __init__(self, con: sqlite3.Connection, file_id: int) -> None:
         super().__init__(con)
-        self._range = (file_id << LINE_BITS, (file_id + 1) << LINE_BITS)
-
-    def rowids(self, terms: Sequence[tuple[str, ...]], limit: int) -> list[int]:
-        """Up to ``limit`` ids of the log's rows holding every term, newest first."""
-        found = self._con.execute(*match_rowids(terms, limit, self._range)).fetchall()
-        return [row[0] for row in found]
+        self._within = (file_id << LINE_BITS, (file_id + 1) << LINE_BITS)
 
 
 def _guarded(index: SessionIndex, action: Callable[[], _T]) -> _T:
