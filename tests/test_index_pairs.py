@@ -3,13 +3,15 @@ with every edit of a file, and filled in when an older index is upgraded."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 import pytest
 
 from memdir.index import MemoryIndex
+from memdir.index._fts import PAIRS_TABLE, TOKENIZER
 from memdir.index._sqlite import SqliteEngine
-from memdir.index._text import index_pairs
+from memdir.index._text import CJK_CHARS, index_body, index_pairs
 from memdir.workspace import Workspace
 
 LEDGER = "memory/2026-11-02.md"
@@ -39,6 +41,7 @@ def test_pairs_of_each_run_never_span_two_runs() -> None:
     assert index_pairs("复数，组合 abc 数组") == "复数 组合 数组"
     assert index_pairs("one 字 only") == ""
     assert index_pairs("plain ascii") == ""
+    assert index_pairs("v1.0 的 gpt-4o") == "v1ǀ0 gptǀ4o"  # written words of several tokens
 
 
 def test_a_word_is_found_inside_a_longer_run(tmp_path) -> None:
@@ -82,30 +85,59 @@ def test_pairs_follow_edits_and_removals(tmp_path) -> None:
         con.close()
 
 
-def test_an_index_of_the_previous_schema_is_upgraded_in_place(tmp_path) -> None:
-    ws, index = _indexed(tmp_path)
-    queries = ("数据库", "迁移", "数组", "水獭 河边", "deploy 数据库")
+def _as_version(path, version: int) -> None:
+    """Turn a current index back into what ``version`` left: words with positions in ``fts``
+    and CJK pairs only in ``pairs`` (3), no ``pairs`` table (2)."""
+    con = sqlite3.connect(path, isolation_level=None)
+    try:
+        con.execute("DROP TABLE fts")
+        con.execute(
+            f"CREATE VIRTUAL TABLE fts USING fts5(body, content='', tokenize='{TOKENIZER}')"
+        )
+        rows = con.execute("SELECT id, content FROM units").fetchall()
+        con.executemany(
+            "INSERT INTO fts(rowid, body) VALUES (?, ?)", [(i, index_body(c)) for i, c in rows]
+        )
+        con.execute("DROP TABLE pairs")
+        if version == 3:
+            con.execute(PAIRS_TABLE)
+            con.executemany(
+                "INSERT INTO pairs(rowid, body) VALUES (?, ?)",
+                [(i, " ".join(re.findall(f"(?=([{CJK_CHARS}]{{2}}))", c))) for i, c in rows],
+            )
+        con.execute(f"PRAGMA user_version = {version}")
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_an_index_of_a_previous_schema_is_upgraded_in_place(tmp_path, version) -> None:
+    ws, index = _indexed(tmp_path, (*LINES, "- shipped v1.0 on 2026-11-02"))
+    queries = ("数据库", "迁移", "数组", "水獭 河边", "deploy 数据库", "v1.0", "2026-11-02 数据库")
     before = [index.search(query, limit=10) for query in queries]
     index.close()
     path = ws.index_dir / "memory_index.db"
-    con = sqlite3.connect(path, isolation_level=None)
-    try:  # the database as the previous version left it: no pairs table
-        con.execute("DROP TABLE pairs")
-        con.execute("PRAGMA user_version = 2")
+    con = sqlite3.connect(path)
+    try:
         files = con.execute("SELECT id, path, digest FROM files").fetchall()
     finally:
         con.close()
+    _as_version(path, version)
     engine, problem = SqliteEngine.open(path)
     assert engine is not None, problem
+    assert engine.damage() is None
     engine.close()
     con = sqlite3.connect(path)
     try:
-        assert con.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert con.execute("PRAGMA user_version").fetchone()[0] == 4
         assert con.execute("SELECT id, path, digest FROM files").fetchall() == files  # not rebuilt
+        (sql,) = con.execute("SELECT sql FROM sqlite_master WHERE name = 'fts'").fetchone()
+        assert "detail=none" in sql
     finally:
         con.close()
     index = MemoryIndex(ws).open()
     assert [index.search(query, limit=10) for query in queries] == before
+    assert [hit.line_number for hit in index.search("v1.0", limit=10)] == [6]
     index.close()
 
 

@@ -1,15 +1,20 @@
 """The full-text tables of the SQLite index, and how a query's terms are looked up in them.
 
 * ``fts`` holds every word of every unit (each CJK character a word of its own,
-  :func:`memdir.index._text.index_body`), with positions: a query phrase is matched there.
-* ``pairs`` holds the adjacent character pairs of each CJK run
+  :func:`memdir.index._text.index_body`), without positions (``detail=none``, 40 % of the
+  size with them).
+* ``pairs`` holds the words written as one that are several tokens in ``fts``
   (:func:`memdir.index._text.index_pairs`), without positions (``detail=none``), split at
-  spaces only (the ``ascii`` tokenizer: every other character is part of a pair). A Chinese
+  spaces only (the ``ascii`` tokenizer: every other character is part of a word): the
+  adjacent character pairs of each CJK run, and Latin words with a digit joined by
+  ``-./:@`` (``2026-01-05``, ``gpt-4o``, ``1.0``), each as one joined word, which is how a
+  query looks such a word up. A word of letters only (``ice-cream``) is looked up in ``fts``
+  as the ``AND`` of its tokens: it is also written apart (``ice cream``). A Chinese
   word of ``n`` characters is looked up there as the ``AND`` of its ``n - 1`` pairs: a
-  two-character word is one posting list of the rows that hold it, where a phrase in
-  ``fts`` walks the lists of both characters (each of ``无``, ``不``, ``是``... is in a large
-  share of the Chinese rows) and compares positions. The ranking reads each row's text, so a
-  longer word whose pairs sit apart in a row only ever costs that row a candidate slot.
+  two-character word is one posting list of the rows that hold it, where ``fts`` only knows
+  the rows that hold both characters (each of ``无``, ``不``, ``是``... is in a large share of
+  the Chinese rows), anywhere. The ranking reads each row's text, so a longer word whose pairs
+  sit apart in a row only ever costs that row a candidate slot.
 
 Both tables are contentless: deleting a row replays the text it was indexed with, which is
 derived from the unit's stored content by pure functions.
@@ -20,10 +25,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from memdir.index._text import cjk_pairs, index_body, index_pairs
+from memdir.index._text import cjk_pairs, index_body, index_pairs, joined_word
 
 __all__ = [
+    "FTS_TABLE",
     "PAIRS_TABLE",
+    "TOKENIZER",
     "add_pairs",
     "clear",
     "index_rows",
@@ -34,6 +41,11 @@ __all__ = [
     "unindex_rows",
 ]
 
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+FTS_TABLE = (
+    "CREATE VIRTUAL TABLE fts USING fts5("
+    f"body, content='', detail=none, columnsize=0, tokenize='{TOKENIZER}')"
+)
 PAIRS_TABLE = (
     "CREATE VIRTUAL TABLE pairs USING fts5("
     "body, content='', detail=none, columnsize=0, tokenize='ascii')"
@@ -97,8 +109,9 @@ def integrity_check(con: sqlite3.Connection) -> None:
         con.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
 
 
-def _phrase(tokens: Sequence[str]) -> str:
-    return '"' + " ".join(tokens) + '"'
+def _all_of(words: Iterable[str]) -> str:
+    """An FTS5 ``AND`` of ``words`` (each quoted, repeats dropped)."""
+    return " AND ".join(f'"{word}"' for word in dict.fromkeys(words))
 
 
 def match_rowids(
@@ -106,22 +119,35 @@ def match_rowids(
 ) -> tuple[str, list[object]]:
     """The statement and parameters for up to ``limit`` ids of rows holding every term.
 
-    Highest ids first; ``within`` is an id range ``[lo, hi)``. Terms that are all CJK words
-    of two or more characters are looked up in ``pairs``; any other term sends the whole
-    ``AND`` to ``fts`` (its phrases), so the two tables are never joined.
+    Highest ids first; ``within`` is an id range ``[lo, hi)``. CJK words of two or more
+    characters are looked up in ``pairs`` (the ``AND`` of their pairs), and so are written
+    words of several tokens with a digit (:func:`~memdir.index._text.joined_word`); every
+    other term in ``fts`` (the ``AND`` of its tokens); when a query has both, the two ordered
+    id lists are intersected as they are read (SQLite's merge of two ``ORDER BY rowid``
+    scans), so the walk stops at ``limit`` common ids.
+
+    Raises:
+        ValueError: ``terms`` holds no token.
     """
-    pairs = [cjk_pairs(tokens) for tokens in terms]
-    if None not in pairs:
-        table = "pairs"
-        expression = " AND ".join(_phrase([p]) for found in pairs if found for p in found)
-    else:
-        table = "fts"
-        expression = " AND ".join(_phrase(tokens) for tokens in terms)
-    params: list[object] = [expression]
-    bounds = ""
-    if within is not None:
-        bounds = " AND rowid >= ? AND rowid < ?"
-        params.extend(within)
+    pairs: list[str] = []
+    words: list[str] = []
+    for tokens in terms:
+        found = cjk_pairs(tokens)
+        if found is not None:
+            pairs.extend(found)
+        elif (joined := joined_word(tokens)) is not None:
+            pairs.append(joined)
+        else:
+            words.extend(tokens)
+    bounds = "" if within is None else " AND rowid >= ? AND rowid < ?"
+    params: list[object] = []
+    scans: list[str] = []
+    for table, wanted in (("pairs", pairs), ("fts", words)):
+        if wanted:
+            scans.append(f"SELECT rowid FROM {table} WHERE {table} MATCH ?{bounds}")
+            params.append(_all_of(wanted))
+            params.extend(within or ())
+    if not scans:
+        raise ValueError("a lookup needs at least one term")
     params.append(limit)
-    sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ?{bounds} ORDER BY rowid DESC LIMIT ?"
-    return sql, params
+    return " INTERSECT ".join(scans) + " ORDER BY 1 DESC LIMIT ?", params

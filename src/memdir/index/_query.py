@@ -26,7 +26,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from memdir.index._stopwords import EN_STOPWORDS, ZH_STOPWORDS
-from memdir.index._text import CJK_CHARS, EMOJI, HAN, HANGUL, HIRAGANA, KATAKANA, emoji_token
+from memdir.index._text import (
+    EMOJI,
+    HAN,
+    HANGUL,
+    HIRAGANA,
+    KATAKANA,
+    LATIN_WORD,
+    emoji_token,
+    word_parts,
+)
 
 __all__ = ["MAX_QUERY_CHARS", "MAX_TERMS", "Term", "analyze_query"]
 
@@ -35,15 +44,12 @@ MAX_QUERY_CHARS = 4_000
 MAX_TERMS = 64
 """At most this many distinct terms are kept; ranking then favours the rarest."""
 
-_WORD = f"[^\\W_{CJK_CHARS}]+"
 _SEGMENTS = re.compile(
     f"(?P<han>[{HAN}]+)|(?P<hira>[{HIRAGANA}]+)|(?P<kata>[{KATAKANA}]+)|(?P<hangul>[{HANGUL}]+)"
-    f"|(?P<word>{_WORD}(?:['’]{_WORD})?(?:[-./:@]{_WORD}(?:['’]{_WORD})?)*)"
+    f"|(?P<word>{LATIN_WORD})"
     f"|(?P<emoji>[{EMOJI}])"
     r"|(?P<stop>[.?!。？！;；:：\n])"
 )
-_PART = re.compile(_WORD)
-_CLITICS = frozenset({"s", "t", "ll", "re", "ve", "d", "m"})
 _ZH_STOP_CHARS = frozenset(w for w in ZH_STOPWORDS if len(w) == 1)
 _PARTS = ("", "sub", "bi")
 _UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f\ud800-\udfff]")
@@ -121,12 +127,7 @@ def set_segmenter(segmenter: Callable[[str], list[str]] | None) -> None:
 
 
 def _latin_term(text: str, *, sentence_start: bool) -> Term | None:
-    parts: list[str] = []
-    for chunk in re.split(r"[-./:@]", text):
-        pieces = _PART.findall(chunk)
-        if len(pieces) == 2 and pieces[1].lower() in _CLITICS:
-            pieces = pieces[:1]  # Caroline's -> caroline, don't -> don
-        parts.extend(piece.lower() for piece in pieces)
+    parts = word_parts(text)
     if not parts:
         return None
     stop = len(parts) == 1 and parts[0] in EN_STOPWORDS

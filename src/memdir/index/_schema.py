@@ -25,7 +25,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from memdir.index._fts import PAIRS_TABLE, add_pairs, merge
+from memdir.index._fts import FTS_TABLE, PAIRS_TABLE, TOKENIZER, add_pairs, index_rows, merge
 from memdir.index._text import ANALYZER_VERSION
 
 __all__ = [
@@ -50,7 +50,6 @@ BUSY_TIMEOUT_S = 15.0
 """The busy window: how long one statement or one write transaction waits for a lock."""
 _BUSY_SLICE_MS = 50  # SQLite's own wait per attempt to take the write lock
 _BACKOFF_S = (0.002, 0.05)  # first and largest pause between two attempts
-TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
 def _v1(con: sqlite3.Connection) -> None:
@@ -79,7 +78,7 @@ def _v1(con: sqlite3.Connection) -> None:
     # made before keep theirs, unused.
     con.execute(
         "CREATE VIRTUAL TABLE fts USING fts5("
-        f"body, content='', columnsize=0, tokenize='{TOKENIZER}')"
+        f"body, content='', columnsize=0, tokenize='{TOKENIZER}')"  # positions: see _v4
     )
     con.execute("INSERT INTO meta(key, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,))
 
@@ -101,7 +100,19 @@ def _v3(con: sqlite3.Connection) -> None:
     merge(con, ("pairs",))  # one segment, as a search wants
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2, 3: _v3}
+def _v4(con: sqlite3.Connection) -> None:
+    # Words without positions, and written words with a digit beside the CJK pairs
+    # (memdir.index._fts): both tables rebuilt from units.
+    for table, definition in (("fts", FTS_TABLE), ("pairs", PAIRS_TABLE)):
+        con.execute(f"DROP TABLE {table}")
+        con.execute(definition)
+    rows = con.execute("SELECT id, content FROM units")
+    while batch := rows.fetchmany(10_000):
+        index_rows(con, batch)
+    merge(con)
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4}
 """Schema steps by the version they produce; each runs once, inside one transaction."""
 SCHEMA_VERSION = max(MIGRATIONS)
 _TABLES = frozenset({"meta", "files", "units", "headings", "fts", "pairs"})

@@ -16,7 +16,10 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
+
+from memdir.index._porter import stem
 
 __all__ = [
     "ANALYZER_VERSION",
@@ -25,18 +28,23 @@ __all__ = [
     "HAN",
     "HANGUL",
     "HIRAGANA",
+    "JOINER",
     "KATAKANA",
+    "LATIN_WORD",
     "cjk_pairs",
     "emoji_token",
     "fold",
     "index_body",
     "index_pairs",
+    "joined_word",
     "text_tokens",
+    "word_parts",
+    "written_words",
 ]
 
 ANALYZER_VERSION = "cjk-unigram+emoji/2"
 """Changes whenever :func:`index_body` or :func:`index_pairs` would produce different tokens
-(forces a rebuild)."""
+(forces a rebuild), unless a schema step re-derives the tables (``_schema._v4``)."""
 
 # Fixed code point ranges (not ``unicodedata``) so the analysis is identical on every Python.
 HAN = (
@@ -58,6 +66,24 @@ _CJK_PAIR = re.compile(f"(?=([{CJK_CHARS}]{{2}}))")  # every pair, overlapping
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A token as unicode61 sees it: letters and digits (the underscore separates).
 _TOKEN = re.compile(f"[{CJK_CHARS}]|[^\\W_{CJK_CHARS}]+")
+_WORD = f"[^\\W_{CJK_CHARS}]+"
+LATIN_WORD = f"{_WORD}(?:['’]{_WORD})?(?:[-./:@]{_WORD}(?:['’]{_WORD})?)*"
+"""A written word: tokens joined by ``-./:@`` (``2026-01-05``, ``gpt-4o``) or an apostrophe."""
+_LATIN_WORD = re.compile(LATIN_WORD)
+_PART = re.compile(_WORD)
+_JOINERS = re.compile("[-./:@]")
+_CLITICS = frozenset({"s", "t", "ll", "re", "ve", "d", "m"})
+_JOINED = re.compile("[^\\W_][-./:@'’][^\\W_]")  # where a LATIN_WORD can hold a joiner
+_BULLET_TIME = re.compile("- [0-9][0-9]:[0-9][0-9] ")
+_ASCII_JOINERS = b"-./:@'"
+_ASCII_DIGITS = b"0123456789"
+# ASCII letters, digits and joiners kept, every other byte a space; joiners all made dots.
+_ASCII_RUNS = bytes(c if chr(c).isalnum() or c in _ASCII_JOINERS else 32 for c in range(128))
+_ASCII_RUNS += b" " * 128
+_ASCII_DOTS = bytes(46 if c in _ASCII_JOINERS else c for c in range(256))
+JOINER = "\u01c0"
+"""Joins the tokens of a written word into one index word (``1ǀ0`` for ``1.0``): a letter
+to ``unicode61``, and in no word anyone writes."""
 
 
 def _spread(match: re.Match[str]) -> str:
@@ -91,16 +117,91 @@ def index_body(text: str) -> str:
     return _CONTROL.sub(" ", text)
 
 
-def index_pairs(text: str) -> str:
-    """The adjacent character pairs of each run of CJK characters in ``text``, space apart.
+def word_parts(word: str) -> list[str]:
+    """The lower-cased tokens of one :data:`LATIN_WORD` (``Caroline's`` -> ``caroline``)."""
+    parts: list[str] = []
+    for chunk in _JOINERS.split(word):
+        pieces = _PART.findall(chunk)
+        if len(pieces) == 2 and pieces[1].lower() in _CLITICS:
+            pieces = pieces[:1]  # Caroline's -> caroline, don't -> don
+        parts.extend(piece.lower() for piece in pieces)
+    return parts
 
-    ``数据库迁移`` gives ``数据 据库 库迁 迁移``; a pair never spans two runs, so ``数，组``
-    holds no ``数组``. Empty when no run has two characters. Pure and deterministic, like
-    :func:`index_body`: deleting a row replays exactly the pairs that were inserted.
+
+def joined_word(tokens: Sequence[str]) -> str | None:
+    """The one index word of a written word of several tokens with a digit among them.
+
+    Folded, stemmed and joined: ``("v1", "0")`` gives ``v1ǀ0``, what :func:`index_pairs`
+    indexes for ``v1.0``, ``V1-0`` or ``v1:0``. ``None`` for one token, or for letters only
+    (``ice-cream`` is also written ``ice cream``: such a word is looked up by its tokens).
     """
-    if text.isascii():
-        return ""
-    return " ".join(_CJK_PAIR.findall(text))
+    if len(tokens) < 2 or all(token.isalpha() for token in tokens):
+        return None
+    return JOINER.join(stem(fold(token)) for token in tokens)
+
+
+@lru_cache(maxsize=65_536)
+def _joined(word: str) -> str | None:
+    if "'" in word or "’" in word:
+        return joined_word(word_parts(word))
+    return joined_word([part.lower() for part in _JOINERS.split(word)])
+
+
+def written_words(text: str, *, with_digit: bool = False) -> list[str]:
+    """Every :data:`LATIN_WORD` of ``text`` that is more than one token, in order.
+
+    What ``LATIN_WORD.findall`` finds, less the plain words, found faster: a ledger bullet's
+    time (``- 10:05 ``) is read directly; in the rest of an ASCII text the runs of letters,
+    digits and joiners are cut out by ``bytes.translate`` and only an irregular run (an
+    apostrophe, two joiners in a row: ``https://``) is parsed by the pattern; other text is
+    parsed only if a joiner stands between two letters or digits. ``with_digit`` leaves out
+    ASCII words of letters only, cheaply (those :func:`joined_word` does not join).
+    """
+    words: list[str] = []
+    time = _BULLET_TIME.match(text)
+    if time is not None:
+        words.append(time[0][2:-1])
+        text = text[time.end() :]
+    if not text.isascii():
+        if _JOINED.search(text) is not None:
+            words.extend(w for w in _LATIN_WORD.findall(text) if not w.isalnum())
+        return words
+    data = text.encode()
+    if with_digit and len(data.translate(None, _ASCII_DIGITS)) == len(data):
+        return words
+    for run in data.translate(_ASCII_RUNS).split():
+        if run.isalnum() or (run := run.strip(_ASCII_JOINERS)).isalnum() or not run:
+            continue
+        if with_digit and len(run.translate(None, _ASCII_DIGITS)) == len(run):
+            continue
+        word = run.decode()
+        if b"'" in run or b".." in run.translate(_ASCII_DOTS):
+            words.extend(w for w in _LATIN_WORD.findall(word) if not w.isalnum())
+        else:
+            words.append(word)
+    return words
+
+
+def index_pairs(text: str) -> str:
+    """The words of ``text`` written as one but made of several index tokens, space apart.
+
+    * The adjacent character pairs of each CJK run: ``数据库迁移`` gives ``数据 据库 库迁
+      迁移``; a pair never spans two runs, so ``数，组`` holds no ``数组``.
+    * Each :data:`LATIN_WORD` of several tokens with a digit as its :func:`joined_word`:
+      ``10:05 see v1.0`` gives ``10ǀ05 v1ǀ0``, so a query for ``1.0`` reads one posting
+      list, and only rows that wrote it, not every row that holds a ``1`` and a ``0``.
+
+    Empty when there are none. Pure and deterministic, like :func:`index_body`: deleting a
+    row replays exactly the words that were inserted.
+    """
+    words = [
+        joined
+        for word in written_words(text, with_digit=True)
+        if (joined := _joined(word)) is not None
+    ]
+    if not text.isascii():
+        words.extend(_CJK_PAIR.findall(text))
+    return " ".join(words)
 
 
 def cjk_pairs(tokens: tuple[str, ...]) -> list[str] | None:
