@@ -59,6 +59,19 @@ def test_dates_models_addresses_and_names(tmp_path) -> None:
     index.close()
 
 
+def test_a_version_or_date_finds_the_longer_ones_it_starts(tmp_path) -> None:
+    lines = [
+        "- 10:00 upgraded to Python 3.11.7",
+        "- 10:01 the 2026-11-30 release",
+        "- 10:02 numpy 1.265 is not 1.26",
+    ]
+    _, index = _index(tmp_path, {NEW: lines})
+    assert _hits(index, "3.11") == [(NEW, 1)]
+    assert _hits(index, "2026-11") == [(NEW, 2)]
+    assert _hits(index, "1.2") == []  # 1.265 and 1.26 do not start with the word 1.2
+    index.close()
+
+
 def test_a_word_of_letters_is_found_written_apart_too(tmp_path) -> None:
     """``mini-retreat`` is also written ``mini retreat``; ``1.0`` is not ``1 0``."""
     lines = ["- 10:00 she went on a mini retreat", "- 10:01 scored 1 0 at half time"]

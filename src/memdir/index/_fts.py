@@ -25,7 +25,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from memdir.index._text import cjk_pairs, index_body, index_pairs, joined_word
+from memdir.index._text import JOINER, cjk_pairs, index_body, index_pairs, joined_word
 
 __all__ = [
     "FTS_TABLE",
@@ -110,8 +110,14 @@ def integrity_check(con: sqlite3.Connection) -> None:
 
 
 def _all_of(words: Iterable[str]) -> str:
-    """An FTS5 ``AND`` of ``words`` (each quoted, repeats dropped)."""
-    return " AND ".join(f'"{word}"' for word in dict.fromkeys(words))
+    """An FTS5 ``AND`` of ``words`` (each quoted unless it is an expression, repeats dropped)."""
+    return " AND ".join(w if w[0] == "(" else f'"{w}"' for w in dict.fromkeys(words))
+
+
+def _written(joined: str) -> str:
+    """The written word ``joined`` or one it starts (``3.11`` in ``3.11.7``, ``2026-11`` in
+    ``2026-11-30``), to a joiner: an FTS5 ``OR`` of the word and a prefix query."""
+    return f'("{joined}" OR "{joined}{JOINER}"*)'
 
 
 def match_rowids(
@@ -121,7 +127,8 @@ def match_rowids(
 
     Highest ids first; ``within`` is an id range ``[lo, hi)``. CJK words of two or more
     characters are looked up in ``pairs`` (the ``AND`` of their pairs), and so are written
-    words of several tokens with a digit (:func:`~memdir.index._text.joined_word`); every
+    words of several tokens with a digit (:func:`~memdir.index._text.joined_word`, or a
+    longer written word it starts); every
     other term in ``fts`` (the ``AND`` of its tokens); when a query has both, the two ordered
     id lists are intersected as they are read (SQLite's merge of two ``ORDER BY rowid``
     scans), so the walk stops at ``limit`` common ids.
@@ -136,7 +143,7 @@ def match_rowids(
         if found is not None:
             pairs.extend(found)
         elif (joined := joined_word(tokens)) is not None:
-            pairs.append(joined)
+            pairs.append(_written(joined))
         else:
             words.extend(tokens)
     bounds = "" if within is None else " AND rowid >= ? AND rowid < ?"
