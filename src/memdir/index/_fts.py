@@ -109,9 +109,8 @@ def integrity_check(con: sqlite3.Connection) -> None:
         con.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
 
 
-def _all_of(words: Iterable[str]) -> str:
-    """An FTS5 ``AND`` of ``words`` (each quoted unless it is an expression, repeats dropped)."""
-    return " AND ".join(w if w[0] == "(" else f'"{w}"' for w in dict.fromkeys(words))
+def _quoted(word: str) -> str:
+    return f'"{word}"'
 
 
 def _written(joined: str) -> str:
@@ -128,10 +127,10 @@ def match_rowids(
     Highest ids first; ``within`` is an id range ``[lo, hi)``. CJK words of two or more
     characters are looked up in ``pairs`` (the ``AND`` of their pairs), and so are written
     words of several tokens with a digit (:func:`~memdir.index._text.joined_word`, or a
-    longer written word it starts); every
-    other term in ``fts`` (the ``AND`` of its tokens); when a query has both, the two ordered
-    id lists are intersected as they are read (SQLite's merge of two ``ORDER BY rowid``
-    scans), so the walk stops at ``limit`` common ids.
+    longer written word it starts); every other term in ``fts`` (the ``AND`` of its tokens).
+    When a query has both, the two ordered id lists are intersected as they are read
+    (SQLite's merge of two ``ORDER BY rowid`` scans), so the walk stops at ``limit`` common
+    ids.
 
     Raises:
         ValueError: ``terms`` holds no token.
@@ -141,18 +140,18 @@ def match_rowids(
     for tokens in terms:
         found = cjk_pairs(tokens)
         if found is not None:
-            pairs.extend(found)
+            pairs.extend(map(_quoted, found))
         elif (joined := joined_word(tokens)) is not None:
             pairs.append(_written(joined))
         else:
-            words.extend(tokens)
+            words.extend(map(_quoted, tokens))
     bounds = "" if within is None else " AND rowid >= ? AND rowid < ?"
     params: list[object] = []
     scans: list[str] = []
     for table, wanted in (("pairs", pairs), ("fts", words)):
         if wanted:
             scans.append(f"SELECT rowid FROM {table} WHERE {table} MATCH ?{bounds}")
-            params.append(_all_of(wanted))
+            params.append(" AND ".join(dict.fromkeys(wanted)))  # repeats dropped
             params.extend(within or ())
     if not scans:
         raise ValueError("a lookup needs at least one term")

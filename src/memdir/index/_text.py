@@ -142,9 +142,12 @@ def joined_word(tokens: Sequence[str]) -> str | None:
 
 @lru_cache(maxsize=65_536)
 def _joined(word: str) -> str | None:
-    if "'" in word or "’" in word:
-        return joined_word(word_parts(word))
-    return joined_word([part.lower() for part in _JOINERS.split(word)])
+    return joined_word(word_parts(word))
+
+
+def _pattern_words(text: str) -> list[str]:
+    """Every :data:`LATIN_WORD` of ``text`` that is more than one token, by the pattern."""
+    return [word for word in _LATIN_WORD.findall(text) if not word.isalnum()]
 
 
 def written_words(text: str, *, with_digit: bool = False) -> list[str]:
@@ -164,7 +167,7 @@ def written_words(text: str, *, with_digit: bool = False) -> list[str]:
         text = text[time.end() :]
     if not text.isascii():
         if _JOINED.search(text) is not None:
-            words.extend(w for w in _LATIN_WORD.findall(text) if not w.isalnum())
+            words.extend(_pattern_words(text))
         return words
     data = text.encode()
     if with_digit and len(data.translate(None, _ASCII_DIGITS)) == len(data):
@@ -176,7 +179,7 @@ def written_words(text: str, *, with_digit: bool = False) -> list[str]:
             continue
         word = run.decode()
         if b"'" in run or b".." in run.translate(_ASCII_DOTS):
-            words.extend(w for w in _LATIN_WORD.findall(word) if not w.isalnum())
+            words.extend(_pattern_words(word))
         else:
             words.append(word)
     return words
