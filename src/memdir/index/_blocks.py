@@ -44,7 +44,6 @@ __all__ = [
     "BLOCK_BYTES",
     "BLOCK_UNITS",
     "DICTS_TABLE",
-    "MAX_BLOCK",
     "RETRAIN_GROWTH",
     "TRAIN_UNITS",
     "Block",
@@ -68,8 +67,6 @@ TRAIN_UNITS = 8_000
 RETRAIN_GROWTH = 16
 """The dictionary is trained again once the index holds this many times the units it was
 trained on."""
-MAX_BLOCK = 1 << 28
-"""The largest block read back (256 MiB): a frame that claims more is damage."""
 LINE_MASK = (1 << 24) - 1  # the line of a row id (memdir.index._schema.LINE_BITS)
 
 _SAMPLE_UNITS = 20_000
@@ -243,13 +240,9 @@ class UnitBlocks:
         return reader
 
     def _open(self, base: int, data: bytes) -> Block:
-        """A stored block, decompressed (raises ``sqlite3.DatabaseError`` if it is damaged,
-        or claims to hold more than :data:`MAX_BLOCK` bytes: never allocated)."""
+        """A stored block, decompressed (raises ``sqlite3.DatabaseError`` if it is damaged)."""
         try:
-            frame = data[1:]
-            if not 0 <= zstandard.frame_content_size(frame) <= MAX_BLOCK:
-                raise ValueError("its size is wrong")
-            return Block(base, self._reader(data[0]).decompress(frame))
+            return Block(base, self._reader(data[0]).decompress(data[1:]))
         except (IndexError, ValueError, zstandard.ZstdError) as exc:
             raise sqlite3.DatabaseError(f"the block of row {base} is damaged: {exc}") from exc
 
