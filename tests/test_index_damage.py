@@ -12,7 +12,6 @@ from click.testing import CliRunner
 
 from memdir.cli import cli
 from memdir.index import MemoryIndex
-from memdir.index._blocks import UnitBlocks
 from memdir.workspace import Workspace
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "mike"]
@@ -92,28 +91,23 @@ def test_flipped_bytes_never_break_search_and_memdir_index_heals_them(
             index.index_all_from_workspace(check=True)
 
 
-def test_a_damaged_text_block_found_by_a_search_is_rebuilt(
+def test_a_damaged_text_cell_found_by_a_search_is_rebuilt(
     built: tuple[Path, bytes, list[object]],
 ) -> None:
     root, good, answers = built
-    ws = _restore(root, good)
-    con = sqlite3.connect(ws.index_dir / "memory_index.db")
-    rows = con.execute("SELECT id, data FROM blocks ORDER BY id").fetchall()
-    base, data = next(
-        row
-        for row, units in zip(rows, UnitBlocks(con).every(), strict=True)
-        if any(unit[3].endswith(" capybara970") for unit in units)
+    line = next(
+        text
+        for text in (root / "memory/2026-11-03.md").read_bytes().split(b"\n")
+        if text.endswith(b" capybara970")
     )
-    con.close()
-    at = good.index(data)  # where the block is stored in the file
+    at = good.index(line)  # where the line's text is stored
     damaged = bytearray(good)
-    middle = at + len(data) // 2
-    damaged[middle : middle + 4] = bytes(b ^ 0x5A for b in damaged[middle : middle + 4])
+    damaged[at + 10 : at + 14] = b"\xff\xfe\xff\xfe"  # not UTF-8 any more
     ws = _restore(root, bytes(damaged))
     with MemoryIndex(ws) as index:
         con = sqlite3.connect(ws.index_dir / "memory_index.db")
-        with pytest.raises(sqlite3.DatabaseError, match="damaged"):
-            UnitBlocks(con).get([base])
+        with pytest.raises(sqlite3.OperationalError, match="decode"):
+            con.execute("SELECT content FROM units").fetchall()
         con.close()
         with pytest.warns(RuntimeWarning, match="rebuilt from the files"):
             assert _hits(index) == answers

@@ -9,9 +9,7 @@ import sqlite3
 import pytest
 
 from memdir.index import MemoryIndex
-from memdir.index._blocks import UnitBlocks
 from memdir.index._fts import PAIRS_TABLE, TOKENIZER
-from memdir.index._schema import SCHEMA_VERSION
 from memdir.index._sqlite import SqliteEngine
 from memdir.index._text import CJK_CHARS, index_body, index_pairs
 from memdir.workspace import Workspace
@@ -88,30 +86,19 @@ def test_pairs_follow_edits_and_removals(tmp_path) -> None:
 
 
 def _as_version(path, version: int) -> None:
-    """Turn a current index back into what ``version`` left: one row per unit (4), also
-    words with positions in ``fts`` and CJK pairs only in ``pairs`` (3), no ``pairs`` table
-    (2)."""
+    """Turn a current index back into what ``version`` left: words with positions in ``fts``
+    and CJK pairs only in ``pairs`` (3), no ``pairs`` table (2)."""
     con = sqlite3.connect(path, isolation_level=None)
     try:
-        units = [unit for block in UnitBlocks(con).every() for unit in block]
-        rows = [(unit[0], unit[3]) for unit in units]
+        con.execute("DROP TABLE fts")
         con.execute(
-            "CREATE TABLE units(id INTEGER PRIMARY KEY, line_end INTEGER NOT NULL,"
-            " head INTEGER NOT NULL, content TEXT NOT NULL)"
+            f"CREATE VIRTUAL TABLE fts USING fts5(body, content='', tokenize='{TOKENIZER}')"
         )
-        con.executemany("INSERT INTO units VALUES (?, ?, ?, ?)", units)
-        for table in ("blocks", "block_dicts"):
-            con.execute(f"DROP TABLE {table}")
-        if version <= 3:
-            con.execute("DROP TABLE fts")
-            con.execute(
-                f"CREATE VIRTUAL TABLE fts USING fts5(body, content='', tokenize='{TOKENIZER}')"
-            )
-            con.executemany(
-                "INSERT INTO fts(rowid, body) VALUES (?, ?)",
-                [(i, index_body(c)) for i, c in rows],
-            )
-            con.execute("DROP TABLE pairs")
+        rows = con.execute("SELECT id, content FROM units").fetchall()
+        con.executemany(
+            "INSERT INTO fts(rowid, body) VALUES (?, ?)", [(i, index_body(c)) for i, c in rows]
+        )
+        con.execute("DROP TABLE pairs")
         if version == 3:
             con.execute(PAIRS_TABLE)
             con.executemany(
@@ -123,7 +110,7 @@ def _as_version(path, version: int) -> None:
         con.close()
 
 
-@pytest.mark.parametrize("version", [2, 3, 4])
+@pytest.mark.parametrize("version", [2, 3])
 def test_an_index_of_a_previous_schema_is_upgraded_in_place(tmp_path, version) -> None:
     ws, index = _indexed(tmp_path, (*LINES, "- shipped v1.0 on 2026-11-02"))
     queries = ("数据库", "迁移", "数组", "水獭 河边", "deploy 数据库", "v1.0", "2026-11-02 数据库")
@@ -142,13 +129,10 @@ def test_an_index_of_a_previous_schema_is_upgraded_in_place(tmp_path, version) -
     engine.close()
     con = sqlite3.connect(path)
     try:
-        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert con.execute("PRAGMA user_version").fetchone()[0] == 4
         assert con.execute("SELECT id, path, digest FROM files").fetchall() == files  # not rebuilt
         (sql,) = con.execute("SELECT sql FROM sqlite_master WHERE name = 'fts'").fetchone()
         assert "detail=none" in sql
-        names = {row[0] for row in con.execute("SELECT name FROM sqlite_master")}
-        assert "units" not in names  # the units are in blocks now
-        assert con.execute("SELECT sum(units) FROM blocks").fetchone()[0] == len(LINES) + 1
     finally:
         con.close()
     index = MemoryIndex(ws).open()

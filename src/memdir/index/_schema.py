@@ -3,11 +3,9 @@
 Row ids encode the location: ``units.id = file_id << 24 | first_line``, so one file's rows
 are one id range (deleting or diffing a file never scans the table) and FTS5 doclists are
 ordered by file. The full-text tables (``fts`` and ``pairs``, :mod:`memdir.index._fts`) are
-*contentless*: they store only the inverted index, the text lives once, with each unit's
-lines and heading, in the compressed blocks of ``blocks`` (:mod:`memdir.index._blocks`;
-``units`` until schema 5). Deleting from them replays the tokens that were inserted, which
-is safe because the functions that derive them are pure and their version is recorded in
-``meta``.
+*contentless*: they store only the inverted index, the text lives once in ``units``. Deleting
+from them replays the tokens that were inserted, which is safe because the functions that
+derive them are pure and their version is recorded in ``meta``.
 
 Writers take the lock with ``BEGIN IMMEDIATE`` (never a read transaction upgraded to a write,
 which SQLite fails at once to avoid a deadlock), and wait for it in short slices with a
@@ -20,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import random
 import sqlite3
 import time
@@ -28,7 +25,6 @@ import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from memdir.index._blocks import BLOCKS_TABLE, DICTS_TABLE, UnitBlocks
 from memdir.index._fts import FTS_TABLE, PAIRS_TABLE, TOKENIZER, add_pairs, index_rows, merge
 from memdir.index._text import ANALYZER_VERSION
 
@@ -38,7 +34,6 @@ __all__ = [
     "LINE_BITS",
     "SCHEMA_VERSION",
     "begin_immediate",
-    "compact_database",
     "connect",
     "connect_readonly",
     "immediate",
@@ -48,8 +43,6 @@ __all__ = [
     "prepare",
     "remove_database",
 ]
-
-logger = logging.getLogger("memdir.index")
 
 APPLICATION_ID = 0x6D656D64  # "memd" in the database header: tells our files from others
 LINE_BITS = 24
@@ -119,34 +112,10 @@ def _v4(con: sqlite3.Connection) -> None:
     merge(con)
 
 
-def _v5(con: sqlite3.Connection) -> None:
-    # The units move to compressed blocks (memdir.index._blocks), filled from units.
-    con.execute(BLOCKS_TABLE)
-    con.execute(DICTS_TABLE)
-    blocks = UnitBlocks(con)
-    rows = con.execute("SELECT id, line_end, head, content FROM units ORDER BY id")
-    while batch := rows.fetchmany(10_000):
-        by_file: dict[int, dict[int, tuple[int, int, int, str] | None]] = {}
-        for row in batch:
-            by_file.setdefault(row[0] >> LINE_BITS, {})[row[0]] = row
-        for file_id, changes in by_file.items():
-            blocks.write(file_id << LINE_BITS, (file_id + 1) << LINE_BITS, changes)
-    count = con.execute("SELECT count(*) FROM units").fetchone()[0]
-    con.execute("DROP TABLE units")
-    if blocks.needs_training(count):
-        blocks.train(count)
-
-
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    1: _v1,
-    2: _v2,
-    3: _v3,
-    4: _v4,
-    5: _v5,
-}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4}
 """Schema steps by the version they produce; each runs once, inside one transaction."""
 SCHEMA_VERSION = max(MIGRATIONS)
-_TABLES = frozenset({"meta", "files", "blocks", "block_dicts", "headings", "fts", "pairs"})
+_TABLES = frozenset({"meta", "files", "units", "headings", "fts", "pairs"})
 
 
 _CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT (any extended code), SQLITE_NOTADB
@@ -339,21 +308,6 @@ def _problem(app: int, version: int, names: set[str], con: sqlite3.Connection) -
     return None
 
 
-def compact_database(con: sqlite3.Connection) -> None:
-    """Give free pages back to the file system (``VACUUM``) when they are over 2 % of the
-    file; skipped, with a log line, when it is busy or there is no room for its copy."""
-    free = con.execute("PRAGMA freelist_count").fetchone()[0]
-    pages = con.execute("PRAGMA page_count").fetchone()[0]
-    if free * 50 <= pages:
-        return
-    try:
-        con.execute("VACUUM")
-    except sqlite3.OperationalError as exc:
-        if not (is_busy(exc) or is_unwritable(exc)):
-            raise
-        logger.info("index: not compacted (%s)", exc)
-
-
 def prepare(con: sqlite3.Connection) -> str | None:
     """Create or migrate the schema; return why the file is unusable, or ``None`` if fine.
 
@@ -382,6 +336,4 @@ def prepare(con: sqlite3.Connection) -> str | None:
         if con.in_transaction:
             con.execute("ROLLBACK")
         raise
-    if version:  # migrated: the old tables' pages are free now
-        compact_database(con)
     return None

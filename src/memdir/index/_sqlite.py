@@ -10,7 +10,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from memdir.index._engine import FileInfo, StoredRow, heading_ids, stored_rows
+from memdir.index._engine import FileInfo, StoredRow, stored_rows
 from memdir.index._fts import integrity_check, match_rowids
 from memdir.index._markdown import ParsedFile
 from memdir.index._schema import (
@@ -26,12 +26,10 @@ from memdir.index._sqlite_files import SqliteFiles, file_range
 __all__ = ["SqliteEngine"]
 
 _HEADER = ("application_id", "user_version")
-# Every stored text, read back: a damaged cell fails to decode only when it is read (the
-# units are read back block by block: memdir.index._blocks).
-_TEXTS = ("SELECT text FROM headings", "SELECT path FROM files")
+# Every stored text, read back: a damaged cell fails to decode only when it is read.
+_TEXTS = ("SELECT content FROM units", "SELECT text FROM headings", "SELECT path FROM files")
 
 _CHUNK = 500  # ids per IN (...) list
-_HEADINGS = 20_000  # heading texts kept at most
 
 
 def _varints(data: bytes) -> list[int]:
@@ -62,8 +60,6 @@ class SqliteEngine(SqliteFiles):
         super().__init__(con)
         self._totals: tuple[dict[int, FileInfo], tuple[int, float]] | None = None
         self._within: tuple[int, int] | None = None  # row ids a search may return: [lo, hi)
-        # Heading texts read, kept with the files mapping they were read beside.
-        self._headings: tuple[dict[int, FileInfo] | None, dict[int, str]] = (None, {})
 
     @classmethod
     def open(cls, path: Path) -> tuple[SqliteEngine | None, str | None]:
@@ -130,11 +126,6 @@ class SqliteEngine(SqliteFiles):
             for sql in _TEXTS:
                 for _ in con.execute(sql):
                     pass
-            held = sum(len(block) for block in self._blocks.every())
-            counted = con.execute("SELECT coalesce(sum(units), 0) FROM blocks").fetchone()[0]
-            listed = con.execute("SELECT coalesce(sum(units), 0) FROM files").fetchone()[0]
-            if not held == counted == listed:
-                return f"the blocks hold {held} units, count {counted}, the files {listed}"
         except sqlite3.DatabaseError as exc:
             return str(exc) or type(exc).__name__
         return None
@@ -145,7 +136,10 @@ class SqliteEngine(SqliteFiles):
         """Whether the stored units and headings of a file are exactly ``parsed``."""
         lo, hi = file_range(info.id)
         con = self._con
-        rows = self._blocks.between(lo, hi, lo)
+        rows = con.execute(
+            "SELECT id, line_end, head, content FROM units WHERE id >= ? AND id < ? ORDER BY id",
+            (lo, hi),
+        ).fetchall()
         if rows != [(lo | u.start, u.end, u.head, u.content) for u in parsed.units]:
             return False
         headings = dict(
@@ -187,7 +181,11 @@ class SqliteEngine(SqliteFiles):
         later = self._con.execute(
             "SELECT coalesce(sum(units), 0) FROM files WHERE id > ?", (file_id,)
         ).fetchone()[0]
-        return int(later) + self._blocks.count_from(rowid, file_range(file_id)[1])
+        _, hi = file_range(file_id)
+        here = self._con.execute(
+            "SELECT count(*) FROM units WHERE id >= ? AND id < ?", (rowid, hi)
+        ).fetchone()[0]
+        return int(later) + int(here)
 
     def rowids(self, terms: Sequence[tuple[str, ...]], limit: int) -> list[int]:
         """Up to ``limit`` row ids holding every term, highest (newest files) first, unranked.
@@ -201,28 +199,48 @@ class SqliteEngine(SqliteFiles):
 
     def neighbors(self, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
         """The previous and next unit of the same file for each row id."""
-        return self._blocks.neighbors(rowids)
+        out: dict[int, tuple[int | None, int | None]] = {}
+        for i in range(0, len(rowids), _CHUNK // 3):
+            chunk = rowids[i : i + _CHUNK // 3]
+            params: list[int] = []
+            for rowid in chunk:
+                lo, hi = file_range(rowid >> LINE_BITS)
+                params.extend((rowid, lo, hi))
+            values = ",".join("(?, ?, ?)" for _ in chunk)
+            rows = self._con.execute(
+                f"WITH q(id, lo, hi) AS (VALUES {values}) SELECT q.id,"
+                " (SELECT max(u.id) FROM units u WHERE u.id < q.id AND u.id >= q.lo),"
+                " (SELECT min(u.id) FROM units u WHERE u.id > q.id AND u.id < q.hi) FROM q",
+                params,
+            )
+            out.update((row[0], (row[1], row[2])) for row in rows)
+        return out
 
     def units_of(self, file_id: int) -> list[tuple[int, str]]:
         """``(row id, content)`` of every unit of one file, in line order."""
         lo, hi = file_range(file_id)
-        return [(unit[0], unit[3]) for unit in self._blocks.between(lo, hi, lo)]
+        rows = self._con.execute(
+            "SELECT id, content FROM units WHERE id >= ? AND id < ? ORDER BY id", (lo, hi)
+        )
+        return [(row[0], row[1]) for row in rows]
 
     def fetch(self, rowids: Sequence[int]) -> list[StoredRow]:
         """Stored rows for ``rowids`` (missing ids skipped), with file and heading."""
         files = self._by_id()
-        units = self._blocks.get(rowids)
-        raw = [units[rowid] for rowid in dict.fromkeys(rowids) if rowid in units]
-        if self._headings[0] is not files or len(self._headings[1]) > _HEADINGS:
-            self._headings = (files, {})  # the database changed: they may have too
-        headings = self._headings[1]
-        wanted = [rowid for rowid in heading_ids(raw) if rowid not in headings]
-        for i in range(0, len(wanted), _CHUNK):
-            chunk = wanted[i : i + _CHUNK]
-            headings.update(
-                self._con.execute(
-                    f"SELECT id, text FROM headings WHERE id IN ({','.join('?' * len(chunk))})",
-                    chunk,
-                )
+        con = self._con
+        raw: list[tuple[int, int, int, str]] = []
+        headings: dict[int, str] = {}
+        shift = LINE_BITS
+        for i in range(0, len(rowids), _CHUNK):
+            chunk = rowids[i : i + _CHUNK]
+            rows = con.execute(
+                "SELECT u.id, u.line_end, u.head, u.content, h.text FROM units u"
+                " LEFT JOIN headings h ON u.head != 0 AND h.id = ((u.id >> ?) << ?) | u.head"
+                f" WHERE u.id IN ({','.join('?' * len(chunk))})",
+                (shift, shift, *chunk),
             )
+            for rowid, end, head, content, heading in rows:
+                raw.append((rowid, end, head, content))
+                if heading is not None:
+                    headings[((rowid >> shift) << shift) | head] = heading
         return stored_rows(raw, files, headings)

@@ -15,13 +15,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 from memdir.index._append import Chain, TailRead, TailState, fence_lines, line_start
-from memdir.index._blocks import UnitBlocks
 from memdir.index._diff import diff_units
-from memdir.index._engine import FileInfo, FileSnapshot, SyncResult, UnitRow
+from memdir.index._engine import FileInfo, FileSnapshot, SyncResult
 from memdir.index._fts import clear, index_rows, merge, segments, unindex_rows
 from memdir.index._markdown import ParsedFile, Unit, ends_in_fence, parse_markdown
 from memdir.index._paths import digest, ledger_day
-from memdir.index._schema import LINE_BITS, compact_database, immediate
+from memdir.index._schema import LINE_BITS, immediate, is_busy, is_unwritable
 
 __all__ = ["SqliteFiles", "file_range"]
 
@@ -44,7 +43,6 @@ class SqliteFiles:
 
     def __init__(self, con: sqlite3.Connection) -> None:
         self._con = con
-        self._blocks = UnitBlocks(con)
         self._files_by_id: dict[int, FileInfo] | None = None
         self._data_version = -1
         self._reading = False  # inside a snapshot
@@ -123,8 +121,11 @@ class SqliteFiles:
     def _last_unit(self, file_id: int) -> tuple[int, int] | None:
         """``(line, head)`` of the last unit of a file, if it has one."""
         lo, hi = file_range(file_id)
-        unit = self._blocks.last(lo, hi)
-        return None if unit is None else (unit[0] - lo, unit[2])
+        row = self._con.execute(
+            "SELECT id, head FROM units WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT 1",
+            (lo, hi),
+        ).fetchone()
+        return None if row is None else (row[0] - lo, row[1])
 
     def _tail_state(self, path: str) -> tuple[FileInfo, TailState] | None:
         found = self._file_rows("WHERE path = ?", (path,))
@@ -339,45 +340,35 @@ class SqliteFiles:
         return first, parse_markdown(tail, first_line=first, head=last[1])
 
     def _insert_new(self, file_id: int, units: Sequence[Unit]) -> int:
-        """Insert the units of a file that has none yet (their blocks and words)."""
-        lo = file_range(file_id)[0]
-        rows: dict[int, UnitRow | None] = {
-            lo | u.start: (lo | u.start, u.end, u.head, u.content) for u in units
-        }
-        self._store(file_id, rows, (), [(lo | u.start, u.content) for u in units])
-        return len(units)
-
-    def _store(
-        self,
-        file_id: int,
-        changes: dict[int, UnitRow | None],
-        gone: Sequence[tuple[int, str]],
-        fresh: Sequence[tuple[int, str]],
-    ) -> None:
-        lo, hi = file_range(file_id)
+        base = file_id << LINE_BITS
         con = self._con
-        if gone:
-            unindex_rows(con, gone)
-        self._blocks.write(lo, hi, changes)
-        index_rows(con, fresh)
+        con.executemany(
+            "INSERT INTO units(id, line_end, head, content) VALUES (?, ?, ?, ?)",
+            [(base | u.start, u.end, u.head, u.content) for u in units],
+        )
+        index_rows(con, [(base | u.start, u.content) for u in units])
+        return len(units)
 
     def _apply_diff(
         self, file_id: int, units: Sequence[Unit], first: int, *, force: bool
     ) -> tuple[int, int]:
         """Make the rows from line ``first`` on equal ``units``; ``(inserted, old rows)``."""
         lo, hi = file_range(file_id)
-        old = {row[0]: row for row in self._blocks.between(lo | first, hi, lo)}
-        diff = diff_units(
-            {rowid: (end, head, text) for rowid, end, head, text in old.values()},
-            {lo | u.start: u for u in units},
-            force=force,
-        )
-        changes: dict[int, UnitRow | None] = {rowid: None for rowid, _ in diff.gone}
-        for head, rowid in diff.heads:
-            changes[rowid] = (rowid, old[rowid][1], head, old[rowid][3])
-        changes.update((lo | u.start, (lo | u.start, u.end, u.head, u.content)) for u in diff.fresh)
-        self._store(file_id, changes, diff.gone, [(lo | u.start, u.content) for u in diff.fresh])
-        return len(diff.fresh), len(old)
+        con = self._con
+        old = {
+            row[0]: (row[1], row[2], row[3])
+            for row in con.execute(
+                "SELECT id, line_end, head, content FROM units WHERE id >= ? AND id < ?",
+                (lo | first, hi),
+            )
+        }
+        diff = diff_units(old, {lo | u.start: u for u in units}, force=force)
+        if diff.gone:
+            unindex_rows(con, diff.gone)
+            con.executemany("DELETE FROM units WHERE id = ?", [(rowid,) for rowid, _ in diff.gone])
+        if diff.heads:
+            con.executemany("UPDATE units SET head = ? WHERE id = ?", diff.heads)
+        return self._insert_new(file_id, diff.fresh), len(old)
 
     def _write_headings(self, file_id: int, headings: dict[int, str], first: int = 1) -> None:
         """Make the headings from line ``first`` on equal ``headings``."""
@@ -394,8 +385,11 @@ class SqliteFiles:
     def _drop_rows(self, file_id: int) -> None:
         lo, hi = file_range(file_id)
         con = self._con
-        unindex_rows(con, [(unit[0], unit[3]) for unit in self._blocks.between(lo, hi, lo)])
-        self._blocks.drop(lo, hi)
+        rows = con.execute(
+            "SELECT id, content FROM units WHERE id >= ? AND id < ?", (lo, hi)
+        ).fetchall()
+        unindex_rows(con, rows)
+        con.execute("DELETE FROM units WHERE id >= ? AND id < ?", (lo, hi))
         con.execute("DELETE FROM headings WHERE id >= ? AND id < ?", (lo, hi))
 
     def remove_file(self, path: str) -> bool:
@@ -413,36 +407,43 @@ class SqliteFiles:
         return segments(self._con)
 
     def optimize(self, *, above: int = 1, compact: bool = False) -> bool:
-        """Merge the full-text index into one segment if it has more than ``above``, and
-        train the texts' compression dictionary when the index has grown enough for one
-        (:meth:`memdir.index._blocks.UnitBlocks.needs_training`).
+        """Merge the full-text index into one segment if it has more than ``above``.
 
         FTS5 adds a segment per write transaction and merges them only in part, so a term is
         looked up once per segment: after a build of a million lines (11 segments) the
         posting reads of a search take a third less time once merged. Holds the write lock
-        while it runs (about 1 s per million lines, 3 s more when it trains). With
-        ``compact``, the pages the old segments and blocks held are then given back to the
-        file system (``VACUUM``, when they are over 2 % of the file; skipped if there is no
-        room for the copy it makes). Returns whether it merged or trained.
+        while it runs (about 1 s per million lines). With ``compact``, the pages the old
+        segments held are then given back to the file system (``VACUUM``, when they are over
+        2 % of the file; skipped if there is no room for the copy it makes). Returns
+        whether it merged.
         """
-        units = sum(info.units for info in self._by_id().values())
-        if self.segments() <= above and not self._blocks.needs_training(units):
+        if self.segments() <= above:
             return False
         with self._write() as con:
-            if segments(con) > above:
-                merge(con)
-            if self._blocks.needs_training(units):
-                self._blocks.train(units)
+            merge(con)
         if compact:
-            compact_database(self._con)
-        self._files_by_id = None
+            self._compact()
         return True
+
+    def _compact(self) -> None:
+        con = self._con
+        free = con.execute("PRAGMA freelist_count").fetchone()[0]
+        pages = con.execute("PRAGMA page_count").fetchone()[0]
+        if free * 50 <= pages:
+            return
+        try:
+            con.execute("VACUUM")
+        except sqlite3.OperationalError as exc:
+            if not (is_busy(exc) or is_unwritable(exc)):
+                raise
+            logger.info("index: not compacted after merging (%s)", exc)
+        self._files_by_id = None
 
     def reset(self) -> None:
         """Drop every row (a full rebuild follows)."""
         with self._write() as con:
             clear(con)
-            self._blocks.clear()
+            con.execute("DELETE FROM units")
             con.execute("DELETE FROM headings")
             con.execute("DELETE FROM files")
 

@@ -35,7 +35,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memdir.errors import SessionLogError, WorkspaceError
-from memdir.index._blocks import UnitBlocks
 from memdir.index._fts import index_rows
 from memdir.index._schema import LINE_BITS, immediate, is_corruption
 from memdir.index._sqlite import SqliteEngine
@@ -309,7 +308,7 @@ class SessionIndex:
             if text.strip():
                 units.append((base | lines, lines, 0, text))
                 extra.append((base | lines, msg.role, " ".join(tool_names(msg)), at))
-        UnitBlocks(con).write(base, base + (1 << LINE_BITS), {unit[0]: unit for unit in units})
+        con.executemany("INSERT INTO units(id, line_end, head, content) VALUES (?, ?, ?, ?)", units)
         index_rows(con, [(rowid, text) for rowid, _, _, text in units])
         con.executemany("INSERT INTO session_units(id, role, tools, at) VALUES (?, ?, ?, ?)", extra)
         upto = state.upto + len(complete)

@@ -119,9 +119,7 @@ def _prepare(con: sqlite3.Connection) -> str | None:
 def _reset(con: sqlite3.Connection) -> None:
     """Drop every row and record this :data:`FORMAT` (inside a write transaction)."""
     clear(con)
-    for table in ("blocks", "block_dicts", "headings", "files"):
-        con.execute(f"DELETE FROM {table}")
-    for table in ("session_logs", "session_units"):
+    for table in ("units", "headings", "files", "session_logs", "session_units"):
         con.execute(f"DELETE FROM {table}")
     con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('sessions', ?)", (FORMAT,))
 
