@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -95,15 +96,33 @@ def test_a_large_sync_ends_merged(ws: Workspace, monkeypatch: pytest.MonkeyPatch
         assert index.search("otter river", limit=3)
 
 
-def test_a_small_sync_does_not_rewrite_the_index(
+def test_a_small_sync_does_not_rewrite_a_large_index(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(indexing, "MERGE_AFTER_UNITS", 1_000)
+    monkeypatch.setattr(indexing, "SMALL_INDEX_UNITS", 5)  # these 12 lines count as large
     for day in range(1, 13):
         ws.write_text(_day(day), f"- {TOPICS[day % 5]} {day}\n")
     with MemoryIndex(ws).open() as index:
         index.index_all_from_workspace()
-    assert _segments(ws) > 1
+    assert _segments(ws) > indexing.MAX_SEGMENTS
+
+
+def test_a_sync_that_leaves_a_small_index_in_many_segments_merges_it(ws: Workspace) -> None:
+    for day in range(1, 13):
+        ws.write_text(
+            _day(day), "".join(f"- {TOPICS[(day + i) % 5]} {day} {i}\n" for i in range(6))
+        )
+    with MemoryIndex(ws).open() as index:
+        index.index_all_from_workspace()
+        assert _segments(ws) <= indexing.MAX_SEGMENTS
+        merged = _results(index)
+    shutil.rmtree(ws.index_dir)
+    with MemoryIndex(ws).open() as index:  # the same files, each indexed on its own
+        for day in range(1, 13):
+            index.index_file(_day(day))
+        assert _segments(ws) > indexing.MAX_SEGMENTS
+        assert _results(index) == merged
 
 
 def test_maintenance_merges_a_fragmented_index(ws: Workspace) -> None:
