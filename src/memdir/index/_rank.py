@@ -64,7 +64,7 @@ class RankConfig:
     curated_boost: float = 0.15
     context_weight: float = 0.3
     context_top: int = 10
-    candidates: int = 40
+    candidates: int = 30  # re-ranked at least; three per hit asked for when more
     feedback: bool = True
     feedback_top: int = 2
     feedback_terms: int = 3
