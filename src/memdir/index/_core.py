@@ -24,7 +24,7 @@ from memdir.index._hybrid import (
     nearest,
     query_vector,
 )
-from memdir.index._indexing import Damaged, sync_one, sync_workspace
+from memdir.index._indexing import MAX_SEGMENTS, Damaged, sync_one, sync_workspace
 from memdir.index._paths import check_memory_path, snapshot_of_text
 from memdir.index._pg_settings import StoreSettings
 from memdir.index._pg_store import PgIndexStore
@@ -214,7 +214,7 @@ class MemoryIndex:
         except Unwritable as exc:
             return self._store.refresh_fallback(exc)
 
-    def optimize(self, *, above: int = 4) -> bool:
+    def optimize(self, *, above: int = MAX_SEGMENTS) -> bool:
         """Merge the search index's segments when it has more than ``above`` of them.
 
         Each write adds a segment and a search looks a term up in each one; merging them

@@ -28,6 +28,8 @@ SMALL_INDEX_UNITS = 100_000
 search looks every term up in every segment (a memory of a few dozen days built file by file
 is a dozen segments: long queries took 2.7 ms instead of 1.8)."""
 MAX_SEGMENTS = 4
+"""More segments than this are worth merging (after a sync of a small index, and in
+maintenance: :meth:`memdir.index.MemoryIndex.optimize`)."""
 
 
 class Damaged(Exception):
