@@ -314,13 +314,14 @@ class MemoryIndex:
         if not query.strip():
             return []
         dense, vector = self._query_side(query)
+        today = self.workspace.today()
 
         def go(engine: Engine) -> list[SearchHit]:
             with engine.snapshot():
                 if dense is None or vector is None:
-                    return run_search(engine, query, limit)
+                    return run_search(engine, query, limit, today=today)
                 depth = max(limit, FUSION_DEPTH)
-                lexical = run_search(engine, query, depth)
+                lexical = run_search(engine, query, depth, today=today)
                 try:
                     near = nearest(dense, engine, vector, depth)
                 except IndexError_ as exc:  # vectors.db cannot be read or replaced

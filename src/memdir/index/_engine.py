@@ -202,13 +202,19 @@ class Engine(Protocol):
     def rows_from(self, rowid: int) -> int:
         """Number of units whose id is ``rowid`` or higher."""
 
-    def rowids(self, terms: Sequence[tuple[str, ...]], limit: int) -> list[int]:
+    def rowids(
+        self,
+        terms: Sequence[tuple[str, ...]],
+        limit: int,
+        *,
+        within: tuple[int, int] | None = None,
+    ) -> list[int]:
         """Up to ``limit`` ids of rows holding every term, newest files first, unranked.
 
         A term is a phrase of folded, unstemmed tokens (:attr:`memdir.index._query.Term.tokens`):
         its tokens, stemmed, in a row in that order and next to each other (a word of CJK
         characters: within one run of them; the SQLite engine does not match it across
-        punctuation).
+        punctuation). ``within`` keeps the ids of a range ``[lo, hi)``.
         """
 
     def neighbors(self, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:

@@ -35,7 +35,7 @@ __all__ = ["PostgresEngine"]
 _JOINED = 4  # lexemes whose posting lists are intersected; a phrase checks the rest
 
 
-def _rowids_sql(schema: str, lists: int, check: bool) -> str:
+def _rowids_sql(schema: str, lists: int, check: bool, ranged: bool = False) -> str:
     """Ids holding ``lists`` lexemes (the newest first), and ``check``: the whole tsquery.
 
     The posting lists are joined on the id, each an index-only walk of the primary key; the
@@ -49,8 +49,9 @@ def _rowids_sql(schema: str, lists: int, check: bool) -> str:
     )
     if check:
         joins += f" JOIN {u} u ON u.ns = p0.ns AND u.id = p0.id AND u.terms @@ %s::tsquery"
+    bounds = " AND p0.id >= %s AND p0.id < %s" if ranged else ""
     return (
-        f"SELECT p0.id FROM {p} p0{joins} WHERE p0.ns = %s AND p0.lexeme = %s"
+        f"SELECT p0.id FROM {p} p0{joins} WHERE p0.ns = %s AND p0.lexeme = %s{bounds}"
         " ORDER BY p0.id DESC LIMIT %s"
     )
 
@@ -141,8 +142,17 @@ class PostgresEngine(PgFiles):
         row = self._conn.execute(self.q("count_from"), (self.ns, rowid, hi)).fetchone()
         return later + (int(row[0]) if row is not None else 0)
 
-    def rowids(self, terms: Sequence[tuple[str, ...]], limit: int) -> list[int]:
-        """Up to ``limit`` ids of rows holding every term, highest (newest files) first."""
+    def rowids(
+        self,
+        terms: Sequence[tuple[str, ...]],
+        limit: int,
+        *,
+        within: tuple[int, int] | None = None,
+    ) -> list[int]:
+        """Up to ``limit`` ids of rows holding every term, highest (newest files) first.
+
+        ``within`` keeps the ids of a range ``[lo, hi)``.
+        """
         phrases = [lexemes_of(tokens) for tokens in terms if tokens]
         if not phrases:
             return []
@@ -151,13 +161,17 @@ class PostgresEngine(PgFiles):
             return []  # never stored (nor accepted in a tsquery)
         joined = lexemes[:_JOINED]  # the longest: rarest, mostly (the planner picks the order)
         check = len(joined) < len(lexemes) or any(len(phrase) > 1 for phrase in phrases)
-        key = f"rowids:{len(joined)}:{check}"
+        ranged = within is not None
+        key = f"rowids:{len(joined)}:{check}:{ranged}"
         if key not in self._sql:
-            self._sql[key] = _rowids_sql(self.schema, len(joined), check)
+            self._sql[key] = _rowids_sql(self.schema, len(joined), check, ranged)
         params: list[object] = [*joined[1:]]
         if check:
             params.append(tsquery_of(terms))
-        params += [self.ns, joined[0], limit]
+        params += [self.ns, joined[0]]
+        if within is not None:
+            params += [within[0], within[1]]
+        params.append(limit)
         rows = self._conn.execute(self.q(key), params).fetchall()
         return [row[0] for row in rows]
 

@@ -12,6 +12,9 @@ The engine finds a few hundred candidates cheaply; this module scores them preci
 * **recency**: spans from recent daily files get a small boost, relative to the newest day in
   the index (not the wall clock, so an old archive ranks the same today and next year);
 * **curated**: ``MEMORY.md`` gets a small boost (it holds distilled, long-lived facts);
+* **dates**: when the query names a day, a month or a year (:mod:`memdir.index._dates`), the
+  daily files of those days are boosted, and the week after a named day by half as much (a
+  ledger records an event on its day or later);
 * **context**: a matching line next to a strong match (same file and section) inherits part
   of its score: in a conversation the answer often follows the line that names the topic.
   Lines without any query term are returned only through feedback;
@@ -32,6 +35,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memdir.index._dates import DateCue
 from memdir.index._engine import FileInfo, StoredRow
 from memdir.index._porter import stem
 from memdir.index._text import text_tokens
@@ -62,6 +66,10 @@ class RankConfig:
     recency_weight: float = 0.1
     recency_days: float = 30.0
     curated_boost: float = 0.15
+    dates: bool = True
+    date_boost: float = 2.0
+    date_after_days: int = 7
+    date_after_weight: float = 0.5
     context_weight: float = 0.3
     context_top: int = 10
     candidates: int = 30  # re-ranked at least; three per hit asked for when more
@@ -148,8 +156,10 @@ class Scorer:
         avgdl: float,
         newest_day: int | None,
         config: RankConfig,
+        dates: DateCue | None = None,
     ) -> None:
         self.terms = terms
+        self.dates = dates if dates and config.dates else None
         self.prefixes = frozenset(token[:2] for term in terms for token in term.tokens)
         idfs = sorted((term.idf for term in terms if not term.part), reverse=True)
         if config.coverage_terms:
@@ -221,7 +231,7 @@ class Scorer:
         return score * self.prior(row)
 
     def prior(self, row: StoredRow) -> float:
-        """Query-independent factor: recency of the daily file, curated memory."""
+        """The row's file factor (:meth:`file_prior`)."""
         file = row.file
         known = self._priors.get(file.id)
         if known is not None and known[0] is file:
@@ -231,9 +241,14 @@ class Scorer:
         return factor
 
     def file_prior(self, file: FileInfo) -> float:
-        """Query-independent factor of one file (recency of a daily file, curated memory)."""
+        """Factor of one file: recency of a daily file, curated memory, the query's dates."""
         config = self.config
         factor = 1.0
+        if self.dates is not None and file.day is not None:
+            weight = self.dates.weight(
+                file.day, after=config.date_after_days, after_weight=config.date_after_weight
+            )
+            factor *= 1 + config.date_boost * weight
         if config.recency and self.newest_day is not None and file.day is not None:
             age = max(0, self.newest_day - file.day)
             factor *= 1 + config.recency_weight / (1 + age / config.recency_days)

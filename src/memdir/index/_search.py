@@ -22,8 +22,10 @@ import heapq
 import math
 from collections import defaultdict
 from collections.abc import Collection, Container
+from datetime import date
 
 from memdir.index import _rank
+from memdir.index._dates import DateCue, date_cue
 from memdir.index._engine import Engine, FileInfo, StoredRow
 from memdir.index._feedback import with_feedback
 from memdir.index._porter import stem
@@ -187,7 +189,9 @@ def _pre_rank(lists: list[tuple[list[int], float]], wanted: int) -> dict[int, fl
     return pre
 
 
-_prior_cache: tuple[dict[int, FileInfo], int | None, RankConfig, dict[int, float]] | None = None
+_prior_cache: (
+    tuple[dict[int, FileInfo], int | None, RankConfig, DateCue | None, dict[int, float]] | None
+) = None
 
 
 def _file_priors(
@@ -196,7 +200,8 @@ def _file_priors(
     """:meth:`Scorer.file_prior` of the known files among ``file_ids`` (and maybe others).
 
     Kept for the last ``files`` mapping seen (a new one whenever the index changes) while the
-    newest day and the configuration are the same: a file's prior depends on nothing else.
+    newest day, the configuration and the query's dates are the same: a file's prior depends
+    on nothing else.
     """
     global _prior_cache
     cache = _prior_cache
@@ -205,9 +210,10 @@ def _file_priors(
         or cache[0] is not files
         or cache[1] != scorer.newest_day
         or cache[2] != scorer.config
+        or cache[3] != scorer.dates
     ):
-        cache = _prior_cache = (files, scorer.newest_day, scorer.config, {})
-    priors = cache[3]
+        cache = _prior_cache = (files, scorer.newest_day, scorer.config, scorer.dates, {})
+    priors = cache[4]
     for file_id in file_ids - priors.keys():
         info = files.get(file_id)
         if info is not None:
@@ -263,8 +269,45 @@ def _add_conjunctions(
             break
 
 
-def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
-    """Search ``engine`` for ``query``; at most ``limit`` hits, best first."""
+def _with_dated_rows(
+    engine: Engine,
+    found: list[tuple[Term, list[int]]],
+    cue: DateCue,
+    per_term: int,
+    config: RankConfig,
+) -> list[tuple[Term, list[int]]]:
+    """``found`` with the rows of the daily files ``cue`` names that a cut-short list missed.
+
+    A term's list holds its newest rows; when it stops before the named files, the term is
+    looked up again within the row ids of those files (from the first to the last of them).
+    """
+    files = engine.files_by_id()
+    named = [
+        file_id
+        for file_id, info in files.items()
+        if cue.weight(info.day, after=config.date_after_days, after_weight=config.date_after_weight)
+    ]
+    if not named:
+        return found
+    lo, hi = min(named) << LINE_BITS, (max(named) + 1) << LINE_BITS
+    out: list[tuple[Term, list[int]]] = []
+    for term, ids in found:
+        if len(ids) >= per_term and ids[-1] > lo:
+            seen = set(ids)
+            more = engine.rowids([term.tokens], per_term, within=(lo, hi))
+            ids = ids + [rowid for rowid in more if rowid not in seen]
+        out.append((term, ids))
+    return out
+
+
+def run_search(
+    engine: Engine, query: str, limit: int, *, today: date | None = None
+) -> list[SearchHit]:
+    """Search ``engine`` for ``query``; at most ``limit`` hits, best first.
+
+    ``today`` is the day the query's ``today`` and ``yesterday`` mean (the local date if not
+    given).
+    """
     terms = analyze_query(query)
     active = [term for term in terms if not term.stop] or terms
     if not active:
@@ -285,6 +328,9 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
     lists: list[tuple[list[int], float]] = []
     found = [(term, ids) for term in active if (ids := engine.rowids([term.tokens], per_term))]
     dfs = _estimate_dfs(engine, [ids for _, ids in found], per_term, total)
+    cue = date_cue(query, today=today) if config.dates else None
+    if cue:
+        found = _with_dated_rows(engine, found, cue, per_term, config)
     for (term, ids), df in zip(found, dfs, strict=True):
         wt = WeightedTerm(
             tuple(stem(fold(token)) for token in term.tokens),
@@ -307,7 +353,13 @@ def run_search(engine: Engine, query: str, limit: int) -> list[SearchHit]:
         # A long query (a pasted line): its rarest terms together pin the line down, while
         # the pre-rank undercounts rows whose other terms sat in cut-short lists.
         _add_conjunctions(engine, main, pre, wanted, (MAX_AND_TERMS,))
-    scorer = Scorer(weighted, avgdl=avgdl, newest_day=engine.newest_day(), config=config)
+    scorer = Scorer(
+        weighted,
+        avgdl=avgdl,
+        newest_day=engine.newest_day(),
+        config=config,
+        dates=cue,
+    )
     chosen = _choose(pre, wanted, scorer, engine.files_by_id())
     rows = {row.rowid: row for row in engine.fetch(chosen)}
     scores = {rowid: scorer.score(row) for rowid, row in rows.items()}

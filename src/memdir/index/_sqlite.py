@@ -187,14 +187,28 @@ class SqliteEngine(SqliteFiles):
         ).fetchone()[0]
         return int(later) + int(here)
 
-    def rowids(self, terms: Sequence[tuple[str, ...]], limit: int) -> list[int]:
+    def rowids(
+        self,
+        terms: Sequence[tuple[str, ...]],
+        limit: int,
+        *,
+        within: tuple[int, int] | None = None,
+    ) -> list[int]:
         """Up to ``limit`` row ids holding every term, highest (newest files) first, unranked.
 
         Each term is an FTS5 phrase (its tokens are word characters only, so nothing of a
         query's own syntax reaches FTS5); FTS5 stems them as it stemmed the rows. Chinese
         words are looked up by their character pairs (:func:`memdir.index._fts.match_rowids`).
         """
-        found = self._con.execute(*match_rowids(terms, limit, self._within)).fetchall()
+        bounds = self._within
+        if within is not None:
+            lo, hi = (
+                within if bounds is None else (max(within[0], bounds[0]), min(within[1], bounds[1]))
+            )
+            if lo >= hi:
+                return []
+            bounds = (lo, hi)
+        found = self._con.execute(*match_rowids(terms, limit, bounds)).fetchall()
         return [row[0] for row in found]
 
     def neighbors(self, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
