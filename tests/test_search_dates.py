@@ -84,15 +84,15 @@ def test_any_text_gives_a_cue_without_error(query: str) -> None:
 def test_a_named_day_weighs_most_and_the_week_after_it_less() -> None:
     cue = date_cue("on 9 November 2022", today=TODAY)
     day = date(2022, 11, 9).toordinal()
-    weight = [cue.weight(day + n, after=7, after_weight=0.5) for n in (-1, 0, 1, 7, 8)]
+    weight = [cue.weight(day + n) for n in (-1, 0, 1, 7, 8)]
     assert weight == [0.0, 1.0, 0.5, 0.5, 0.0]
-    assert cue.weight(None, after=7, after_weight=0.5) == 0.0
+    assert cue.weight(None) == 0.0
     any_year = date_cue("on 9 November", today=TODAY)
-    assert any_year.weight(date(2019, 11, 9).toordinal(), after=7, after_weight=0.5) == 1.0
-    assert any_year.weight(date(2019, 11, 12).toordinal(), after=7, after_weight=0.5) == 0.5
+    assert any_year.weight(date(2019, 11, 9).toordinal()) == 1.0
+    assert any_year.weight(date(2019, 11, 12).toordinal()) == 0.5
     # A named day late in December: the first days of January follow it.
     new_year = date_cue("on 30 December", today=TODAY)
-    assert new_year.weight(date(2020, 1, 2).toordinal(), after=7, after_weight=0.5) == 0.5
+    assert new_year.weight(date(2020, 1, 2).toordinal()) == 0.5
 
 
 def _dinners(ws: Workspace, days: list[str]) -> None:

@@ -94,20 +94,24 @@ class DateCue:
     """The days a query names.
 
     ``spans`` are inclusive ranges of proleptic ordinals (``date.toordinal()``); ``yearless``
-    holds ``(month, day)`` pairs of any year, ``day`` 0 for the whole month.
+    holds ``(month, day)`` pairs of any year, ``day`` 0 for the whole month. The ``after``
+    days that follow a named day weigh ``after_weight``.
     """
 
     spans: tuple[tuple[int, int], ...] = ()
     yearless: tuple[tuple[int, int], ...] = ()
+    after: int = 7
+    after_weight: float = 0.5
 
     def __bool__(self) -> bool:
         return bool(self.spans or self.yearless)
 
-    def weight(self, day: int | None, *, after: int, after_weight: float) -> float:
+    def weight(self, day: int | None) -> float:
         """1 for a named day (or a day of a named month or year), ``after_weight`` for the
         ``after`` days that follow a named day, else 0."""
         if day is None:
             return 0.0
+        after, after_weight = self.after, self.after_weight
         best = 0.0
         for first, last in self.spans:
             if first <= day <= last:
@@ -142,13 +146,17 @@ def _month_span(year: int, month: int) -> tuple[int, int]:
     return date(year, month, 1).toordinal(), date(year, month, last).toordinal()
 
 
-def date_cue(query: str, *, today: date | None = None) -> DateCue:
+def date_cue(
+    query: str, *, today: date | None = None, after: int = 7, after_weight: float = 0.5
+) -> DateCue:
     """The days ``query`` names (an empty cue when it names none).
 
     Args:
         query: the search text.
         today: the day ``today`` and ``yesterday`` are relative to (the local date if not
             given).
+        after: how many days after a named day still count.
+        after_weight: the weight of those days (a named day weighs 1).
     """
     spans: list[tuple[int, int]] = []
     yearless: list[tuple[int, int]] = []
@@ -213,7 +221,7 @@ def date_cue(query: str, *, today: date | None = None) -> DateCue:
             relative(_CJK_RELATIVE[word])
         elif match.start() == 0 or query[match.start() - 1] not in "十":
             month_of(None, _CJK_WORDS[word])
-    return DateCue(tuple(dict.fromkeys(spans)), tuple(dict.fromkeys(yearless)))
+    return DateCue(tuple(dict.fromkeys(spans)), tuple(dict.fromkeys(yearless)), after, after_weight)
 
 
 def _matches(text: str) -> list[re.Match[str]]:

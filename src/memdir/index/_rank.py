@@ -159,7 +159,7 @@ class Scorer:
         dates: DateCue | None = None,
     ) -> None:
         self.terms = terms
-        self.dates = dates if dates and config.dates else None
+        self.dates = dates or None  # an empty cue names no day
         self.prefixes = frozenset(token[:2] for term in terms for token in term.tokens)
         idfs = sorted((term.idf for term in terms if not term.part), reverse=True)
         if config.coverage_terms:
@@ -245,10 +245,7 @@ class Scorer:
         config = self.config
         factor = 1.0
         if self.dates is not None and file.day is not None:
-            weight = self.dates.weight(
-                file.day, after=config.date_after_days, after_weight=config.date_after_weight
-            )
-            factor *= 1 + config.date_boost * weight
+            factor *= 1 + config.date_boost * self.dates.weight(file.day)
         if config.recency and self.newest_day is not None and file.day is not None:
             age = max(0, self.newest_day - file.day)
             factor *= 1 + config.recency_weight / (1 + age / config.recency_days)

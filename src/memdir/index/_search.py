@@ -274,7 +274,6 @@ def _with_dated_rows(
     found: list[tuple[Term, list[int]]],
     cue: DateCue,
     per_term: int,
-    config: RankConfig,
 ) -> list[tuple[Term, list[int]]]:
     """``found`` with the rows of the daily files ``cue`` names that a cut-short list missed.
 
@@ -282,11 +281,7 @@ def _with_dated_rows(
     looked up again within the row ids of those files (from the first to the last of them).
     """
     files = engine.files_by_id()
-    named = [
-        file_id
-        for file_id, info in files.items()
-        if cue.weight(info.day, after=config.date_after_days, after_weight=config.date_after_weight)
-    ]
+    named = [file_id for file_id, info in files.items() if cue.weight(info.day)]
     if not named:
         return found
     lo, hi = min(named) << LINE_BITS, (max(named) + 1) << LINE_BITS
@@ -328,9 +323,15 @@ def run_search(
     lists: list[tuple[list[int], float]] = []
     found = [(term, ids) for term in active if (ids := engine.rowids([term.tokens], per_term))]
     dfs = _estimate_dfs(engine, [ids for _, ids in found], per_term, total)
-    cue = date_cue(query, today=today) if config.dates else None
-    if cue:
-        found = _with_dated_rows(engine, found, cue, per_term, config)
+    cue = None
+    if config.dates:
+        cue = date_cue(
+            query,
+            today=today,
+            after=config.date_after_days,
+            after_weight=config.date_after_weight,
+        )
+        found = _with_dated_rows(engine, found, cue, per_term) if cue else found
     for (term, ids), df in zip(found, dfs, strict=True):
         wt = WeightedTerm(
             tuple(stem(fold(token)) for token in term.tokens),
