@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 
 from memdir.index._engine import Engine, StoredRow
-from memdir.index._porter import stem
+from memdir.index._forms import word_key
 from memdir.index._query import Term, analyze_query
 from memdir.index._rank import RankConfig, Scorer, WeightedTerm, _tokens, idf
 from memdir.index._text import fold
@@ -81,7 +81,7 @@ def with_feedback(
         return scores
     scorer = Scorer(
         [
-            WeightedTerm(tuple(stem(fold(token)) for token in term.tokens), weight, 1.0)
+            WeightedTerm(tuple(word_key(fold(token)) for token in term.tokens), weight, 1.0)
             for weight, term, _ in found
         ],
         avgdl=avgdl,
@@ -95,13 +95,13 @@ def with_feedback(
     if own <= 0:
         return scores
     best = scores[top[0]]
-    asked = {stem(token) for term in query_terms for token in term.tokens}
+    asked = {word_key(token) for term in query_terms for token in term.tokens}
     out = dict(scores)
     for rowid in wanted:
         row = rows.get(rowid)
         if row is None:
             continue
-        if out.get(rowid, 0.0) <= 0 and not asked.intersection(map(stem, _tokens(row.content))):
+        if out.get(rowid, 0.0) <= 0 and not asked.intersection(map(word_key, _tokens(row.content))):
             continue  # shares nothing with the question, not even a function word
         gain = scorer.score(row) / own
         if gain > 0:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from memdir.index._dates import DateCue
 from memdir.index._engine import FileInfo, StoredRow
-from memdir.index._porter import stem
+from memdir.index._forms import form_prefixes, word_key
 from memdir.index._text import text_tokens
 from memdir.store.ledger import normalize_bullet
 
@@ -86,9 +86,9 @@ DEFAULT = RankConfig()
 
 @dataclass(frozen=True, slots=True)
 class WeightedTerm:
-    """A query term ready for scoring: stemmed tokens, idf and query weight."""
+    """A query term ready for scoring: its tokens' word keys, idf and query weight."""
 
-    tokens: tuple[str, ...]
+    tokens: tuple[str, ...]  # :func:`memdir.index._forms.word_key` of each folded token
     idf: float
     weight: float
     part: bool = False  # a partial match: adds to BM25, not to coverage or proximity
@@ -119,14 +119,15 @@ def _tokens(content: str) -> list[str]:
 def _analyse(content: str, prefixes: frozenset[str]) -> tuple[int, dict[str, list[int]]]:
     """Token count of a span and the positions of its tokens that may match a query term.
 
-    Only tokens sharing their first two characters with a query token are stemmed: Porter
-    stemming never changes the first two letters, so the others cannot match.
+    Only tokens sharing their first two characters with a form of a query word are keyed
+    (:func:`memdir.index._forms.word_key`): Porter stemming never changes the first two
+    letters, so the others cannot match.
     """
     tokens = _tokens(content)
     where: dict[str, list[int]] = {}
     for i, token in enumerate(tokens):
         if token[:2] in prefixes:
-            key = stem(token)
+            key = word_key(token)
             found = where.get(key)
             if found is None:
                 where[key] = [i]
@@ -160,7 +161,9 @@ class Scorer:
     ) -> None:
         self.terms = terms
         self.dates = dates or None  # an empty cue names no day
-        self.prefixes = frozenset(token[:2] for term in terms for token in term.tokens)
+        self.prefixes = frozenset(
+            prefix for term in terms for token in term.tokens for prefix in form_prefixes(token)
+        )
         idfs = sorted((term.idf for term in terms if not term.part), reverse=True)
         if config.coverage_terms:
             idfs = idfs[: config.coverage_terms]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
 from collections import defaultdict
 from collections.abc import Collection, Container
@@ -28,7 +29,7 @@ from memdir.index import _rank
 from memdir.index._dates import DateCue, date_cue
 from memdir.index._engine import Engine, FileInfo, StoredRow
 from memdir.index._feedback import with_feedback
-from memdir.index._porter import stem
+from memdir.index._forms import word_forms, word_key
 from memdir.index._query import Term, analyze_query
 from memdir.index._rank import RankConfig, Scorer, WeightedTerm, finish, idf
 from memdir.index._schema import LINE_BITS
@@ -39,6 +40,27 @@ __all__ = ["hit_of", "run_search"]
 
 MIN_PER_TERM = 200
 MAX_AND_TERMS = 4
+MAX_AND_FORMS = 4  # AND queries per conjunction when its words have irregular forms
+
+
+def _forms(term: Term) -> list[tuple[str, ...]]:
+    """The phrases a term is looked up as: itself, and a word's irregular forms."""
+    if len(term.tokens) != 1 or term.cjk:
+        return [term.tokens]
+    return [(form,) for form in word_forms(term.tokens[0])]
+
+
+def _term_rowids(
+    engine: Engine, term: Term, limit: int, *, within: tuple[int, int] | None = None
+) -> list[int]:
+    """Up to ``limit`` ids of rows holding ``term`` in any of its forms, newest first."""
+    forms = _forms(term)
+    if len(forms) == 1:
+        return engine.rowids(forms, limit, within=within)
+    found: set[int] = set()
+    for form in forms:
+        found.update(engine.rowids([form], limit, within=within))
+    return sorted(found, reverse=True)[:limit]
 
 
 _later_cache: tuple[dict[int, FileInfo], list[int], list[int]] | None = None
@@ -262,7 +284,15 @@ def _add_conjunctions(
         tried.add(size)
         group = by_rarity[:size]
         bonus = sum(gain for _, _, gain in group)
-        found = engine.rowids([term.tokens for term, _, _ in group], wanted)
+        combos = itertools.product(*(_forms(term) for term, _, _ in group))
+        found = sorted(
+            {
+                rowid
+                for combo in itertools.islice(combos, MAX_AND_FORMS)
+                for rowid in engine.rowids(list(combo), wanted)
+            },
+            reverse=True,
+        )[:wanted]
         for rowid in found:
             pre[rowid] = max(pre.get(rowid, 0.0), bonus)
         if len(found) >= wanted:
@@ -289,7 +319,7 @@ def _with_dated_rows(
     for term, ids in found:
         if len(ids) >= per_term and ids[-1] > lo:
             seen = set(ids)
-            more = engine.rowids([term.tokens], per_term, within=(lo, hi))
+            more = _term_rowids(engine, term, per_term, within=(lo, hi))
             ids = ids + [rowid for rowid in more if rowid not in seen]
         out.append((term, ids))
     return out
@@ -321,7 +351,7 @@ def run_search(
     weighted: list[WeightedTerm] = []
     main: list[tuple[Term, int, float]] = []
     lists: list[tuple[list[int], float]] = []
-    found = [(term, ids) for term in active if (ids := engine.rowids([term.tokens], per_term))]
+    found = [(term, ids) for term in active if (ids := _term_rowids(engine, term, per_term))]
     dfs = _estimate_dfs(engine, [ids for _, ids in found], per_term, total)
     cue = None
     if config.dates:
@@ -334,7 +364,7 @@ def run_search(
         found = _with_dated_rows(engine, found, cue, per_term) if cue else found
     for (term, ids), df in zip(found, dfs, strict=True):
         wt = WeightedTerm(
-            tuple(stem(fold(token)) for token in term.tokens),
+            tuple(word_key(fold(token)) for token in term.tokens),
             idf(df, total),
             scale[term.part] * (1 + config.query_tf * math.log(term.count)),
             part=bool(term.part),

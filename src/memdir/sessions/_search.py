@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from memdir._opencache import OpenCache
-from memdir.index._porter import stem
+from memdir.index._forms import word_key
 from memdir.index._query import analyze_query
 from memdir.index._schema import LINE_BITS
 from memdir.index._search import run_search
@@ -161,13 +161,16 @@ def snippet(text: str, query: str, limit: int) -> str:
     A long line is cut around its first matching word.
     """
     wanted = {
-        stem(fold(token)) for term in analyze_query(query) if not term.stop for token in term.tokens
+        word_key(fold(token))
+        for term in analyze_query(query)
+        if not term.stop
+        for token in term.tokens
     }
     best, best_count = "", -1
     for line in text.split("\n"):
         if not line.strip():
             continue
-        count = len(wanted & {stem(token) for token in text_tokens(line)})
+        count = len(wanted & {word_key(token) for token in text_tokens(line)})
         if count > best_count:
             best, best_count = line, count
     best = " ".join(best.split())
@@ -177,7 +180,7 @@ def snippet(text: str, query: str, limit: int) -> str:
     positions = [
         at
         for token in text_tokens(best)
-        if stem(token) in wanted and (at := lowered.find(token)) >= 0
+        if word_key(token) in wanted and (at := lowered.find(token)) >= 0
     ]
     start = max(0, min(positions, default=0) - limit // 3)
     start = min(start, max(0, len(best) - limit))
