@@ -242,7 +242,13 @@ def main(argv: list[str] | None = None) -> int:
             name, _, value = item.partition("=")
             if name not in fields:
                 parser.error(f"unknown ranking parameter: {name}")
-            changes[name] = type(getattr(_rank.DEFAULT, name))(value)
+            kind = type(getattr(_rank.DEFAULT, name))
+            if kind is bool:
+                if value.lower() not in ("true", "false", "1", "0"):
+                    parser.error(f"{name} is true or false, not {value!r}")
+                changes[name] = value.lower() in ("true", "1")
+            else:
+                changes[name] = kind(value)
         unknown = set(changes) - set(fields)
         if unknown:
             parser.error(f"unknown ranking features: {', '.join(sorted(unknown))}")
