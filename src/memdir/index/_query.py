@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from memdir.index._stopwords import EN_STOPWORDS, ZH_STOPWORDS
 from memdir.index._text import (
@@ -126,17 +128,22 @@ def set_segmenter(segmenter: Callable[[str], list[str]] | None) -> None:
     _segmenter, _segmenter_loaded = segmenter, True
 
 
-def _latin_term(text: str, *, sentence_start: bool) -> Term | None:
+_Found = tuple[tuple[str, ...], bool, bool, str]
+"""A term as :func:`_terms` finds it: ``(tokens, stop, cjk, part)``."""
+
+
+@lru_cache(maxsize=16_384)
+def _latin_term(text: str, *, sentence_start: bool) -> _Found | None:
     parts = word_parts(text)
     if not parts:
         return None
     stop = len(parts) == 1 and parts[0] in EN_STOPWORDS
     if stop and not sentence_start and len(text) > 1 and text[:1].isupper():
         stop = False  # a name or a month: "in May", "the US" (but never "I")
-    return Term(tuple(parts), stop=stop)
+    return (tuple(parts), stop, False, "")
 
 
-def _terms(query: str) -> Iterator[Term]:
+def _terms(query: str) -> Iterator[_Found]:
     sentence_start = True
     for match in _SEGMENTS.finditer(query):
         kind = match.lastgroup
@@ -151,25 +158,25 @@ def _terms(query: str) -> Iterator[Term]:
         elif kind == "han":
             for word in _han_words(text):
                 stop = word in ZH_STOPWORDS
-                yield Term(tuple(word), stop=stop, cjk=True)
+                yield (tuple(word), stop, True, "")
                 if stop:
                     continue
                 for sub in _sub_words(word):
-                    yield Term(tuple(sub), cjk=True, part="sub")
+                    yield (tuple(sub), False, True, "sub")
             if len(text) > 2:
                 for pair in _bigrams(text):
                     if not _stop_pair(pair):
-                        yield Term(tuple(pair), cjk=True, part="bi")
+                        yield (tuple(pair), False, True, "bi")
         elif kind == "emoji":
-            yield Term((emoji_token(text),))
+            yield ((emoji_token(text),), False, False, "")
         elif kind == "kata":
-            yield Term(tuple(text), cjk=True)
+            yield (tuple(text), False, True, "")
         elif kind == "hira":
             for pair in _bigrams(text):
-                yield Term(tuple(pair), stop=True, cjk=True)
+                yield (tuple(pair), True, True, "")
         else:  # hangul
             for pair in _bigrams(text):
-                yield Term(tuple(pair), cjk=True)
+                yield (tuple(pair), False, True, "")
         sentence_start = False
 
 
@@ -180,27 +187,32 @@ def analyze_query(query: str) -> list[Term]:
     left. Any string is accepted; a blank one gives ``[]``.
     """
     cleaned = _UNSAFE.sub(" ", query[:MAX_QUERY_CHARS])
-    seen: dict[tuple[str, ...], Term] = {}
-    for term in _terms(cleaned):
-        known = seen.get(term.tokens)
+    # Per distinct phrase: [part, count, stop, cjk], merged over its occurrences.
+    state: dict[tuple[str, ...], list[Any]] = {}
+    for tokens, stop, cjk, part in _terms(cleaned):
+        known = state.get(tokens)
         if known is None:
-            if len(seen) < MAX_TERMS * 4:
-                seen[term.tokens] = term
+            if len(state) < MAX_TERMS * 4:
+                state[tokens] = [part, 1, stop, cjk]
             continue
         # A word that is also part of another word counts as a word; repeats add weight.
-        part = min(known.part, term.part, key=_PARTS.index)
-        count = known.count + 1 if not term.part else known.count
-        if known.part and not term.part:
-            count = 1
-        stop = known.stop and term.stop
-        seen[term.tokens] = Term(term.tokens, stop=stop, cjk=term.cjk, count=count, part=part)
-    words = [t for t in seen.values() if not t.part]
+        if not part:
+            known[1] = 1 if known[0] else known[1] + 1
+        if known[0] != part:
+            known[0] = min(known[0], part, key=_PARTS.index)
+        known[2] = known[2] and stop
+        known[3] = cjk
+    seen = [
+        Term(tokens, stop=stop, cjk=cjk, count=count, part=part)
+        for tokens, (part, count, stop, cjk) in state.items()
+    ]
+    words = [t for t in seen if not t.part]
     content = [t for t in words if not t.stop][:MAX_TERMS]
     stops = [t for t in words if t.stop][: MAX_TERMS - len(content)]
     parts = [
         t
         for kind in _PARTS[1:]
-        for t in [t for t in seen.values() if t.part == kind and not t.stop][:MAX_TERMS]
+        for t in [t for t in seen if t.part == kind and not t.stop][:MAX_TERMS]
     ]
     keep = {term.tokens for term in content + stops + parts}
-    return [term for term in seen.values() if term.tokens in keep]
+    return [term for term in seen if term.tokens in keep]
