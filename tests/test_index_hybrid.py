@@ -350,3 +350,18 @@ class TestE5:
             embedder.embed_query(None)  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match="num_threads"):
             E5Embedder(num_threads=0)
+
+
+def test_a_conversation_leans_on_the_vectors_more_than_a_question() -> None:
+    from memdir.index._hybrid import CONVERSATION_DENSE_WEIGHT, DENSE_WEIGHT, dense_weight
+
+    assert CONVERSATION_DENSE_WEIGHT > DENSE_WEIGHT
+    assert dense_weight("When did Jolene buy her snake?") == DENSE_WEIGHT
+    dialogue = (
+        "Bart: I'm going to perform a magic trick at the New Year's Eve party!\n"
+        "Assistant: That's fantastic! The audience will be captivated by your magic.\n"
+        "Bart: I get a bit nervous too. Do you have suggestions to help me relax?\n"
+        "Assistant: Take a deep breath before the performance and imagine the applause."
+    )
+    assert dense_weight(dialogue) == CONVERSATION_DENSE_WEIGHT
+    assert dense_weight("") == DENSE_WEIGHT

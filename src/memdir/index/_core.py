@@ -19,6 +19,7 @@ from memdir.index._hybrid import (
     DENSE_WEIGHT,
     FUSION_DEPTH,
     RRF_K,
+    dense_weight,
     embed_pending,
     fuse,
     nearest,
@@ -329,7 +330,7 @@ class MemoryIndex:
                     near = []
                 if not near:
                     return lexical[:limit]
-                return fuse(engine, lexical, near, limit)
+                return fuse(engine, lexical, near, limit, weight=dense_weight(query))
 
         return self._run(go, writes=False)
 

@@ -18,6 +18,7 @@ from memdir.embeddings import embedding_query
 from memdir.errors import ConfigError
 from memdir.index._engine import Engine
 from memdir.index._pg_vectors import PgVectors
+from memdir.index._query import analyze_query
 from memdir.index._schema import LINE_BITS
 from memdir.index._search import hit_of
 from memdir.index._types import EmbedStats, SearchHit
@@ -31,9 +32,12 @@ if TYPE_CHECKING:
     from memdir.embeddings import Embedder
 
 __all__ = [
+    "CONVERSATION_DENSE_WEIGHT",
+    "CONVERSATION_WORDS",
     "DENSE_WEIGHT",
     "FUSION_DEPTH",
     "RRF_K",
+    "dense_weight",
     "embed_pending",
     "fuse",
     "nearest",
@@ -47,6 +51,11 @@ RRF_K = 10
 DENSE_WEIGHT = 0.7
 """A vector result at rank r adds ``DENSE_WEIGHT / (RRF_K + r)``: the lexical ranking is the
 stronger one wherever the query shares words with the memory (docs/benchmarks.md)."""
+CONVERSATION_WORDS = 16
+"""A query of more content words than this is a conversation rather than a question."""
+CONVERSATION_DENSE_WEIGHT = 1.0
+""":data:`DENSE_WEIGHT` for a conversation: its many words dilute the lexical ranking, while
+its meaning is what an embedding captures."""
 
 
 QUERY_CACHE_SIZE = 256
@@ -161,10 +170,24 @@ def embed_pending(
     )
 
 
+def dense_weight(query: str) -> float:
+    """How much the vector ranking counts in the fusion for ``query`` (:data:`DENSE_WEIGHT`)."""
+    words = sum(1 for term in analyze_query(query) if not term.stop and not term.part)
+    return CONVERSATION_DENSE_WEIGHT if words > CONVERSATION_WORDS else DENSE_WEIGHT
+
+
 def fuse(
-    engine: Engine, lexical: list[SearchHit], near: list[tuple[int, float]], limit: int
+    engine: Engine,
+    lexical: list[SearchHit],
+    near: list[tuple[int, float]],
+    limit: int,
+    *,
+    weight: float = DENSE_WEIGHT,
 ) -> list[SearchHit]:
-    """Reciprocal rank fusion of the lexical hits and the nearest vectors."""
+    """Reciprocal rank fusion of the lexical hits and the nearest vectors.
+
+    ``weight`` scales the vector ranking (:func:`dense_weight`).
+    """
     ids = {info.path: file_id for file_id, info in engine.files_by_id().items()}
     scores: dict[int, float] = {}
     hits: dict[int, SearchHit] = {}
@@ -173,7 +196,7 @@ def fuse(
         hits[rowid] = hit
         scores[rowid] = 1.0 / (RRF_K + rank)
     for rank, (rowid, _) in enumerate(near, start=1):
-        scores[rowid] = scores.get(rowid, 0.0) + DENSE_WEIGHT / (RRF_K + rank)
+        scores[rowid] = scores.get(rowid, 0.0) + weight / (RRF_K + rank)
     order = sorted(scores, key=lambda rowid: (-scores[rowid], -rowid))
     missing = [rowid for rowid in order if rowid not in hits]
     for row in engine.fetch(missing):
