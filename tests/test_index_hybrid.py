@@ -353,7 +353,12 @@ class TestE5:
 
 
 def test_a_conversation_leans_on_the_vectors_more_than_a_question() -> None:
-    from memdir.index._hybrid import CONVERSATION_DENSE_WEIGHT, DENSE_WEIGHT, dense_weight
+    from memdir.index._hybrid import CONVERSATION_DENSE_WEIGHT, DENSE_WEIGHT
+    from memdir.index._hybrid import dense_weight as weight_of_terms
+    from memdir.index._query import analyze_query
+
+    def dense_weight(query: str) -> float:
+        return weight_of_terms(analyze_query(query))
 
     assert CONVERSATION_DENSE_WEIGHT > DENSE_WEIGHT
     assert dense_weight("When did Jolene buy her snake?") == DENSE_WEIGHT

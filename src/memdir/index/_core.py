@@ -314,7 +314,7 @@ class MemoryIndex:
             raise ToolInputError(f"limit must be an integer from 1 to {MAX_LIMIT}")
         if not query.strip():
             return []
-        dense, vector = self._query_side(query)
+        dense, vector, weight = self._query_side(query)
         today = self.workspace.today()
 
         def go(engine: Engine) -> list[SearchHit]:
@@ -330,25 +330,29 @@ class MemoryIndex:
                     near = []
                 if not near:
                     return lexical[:limit]
-                return fuse(engine, lexical, near, limit, weight=dense_weight(query))
+                return fuse(engine, lexical, near, limit, weight=weight)
 
         return self._run(go, writes=False)
 
-    def _query_side(self, query: str) -> tuple[DenseIndex | None, Any]:
-        """The vector side of a search and the query's vector, or ``None`` (lexical only)."""
+    def _query_side(self, query: str) -> tuple[DenseIndex | None, Any, float]:
+        """The vector side of a search, the query's vector and its weight in the fusion
+        (:func:`dense_weight`); ``None, None`` for lexical only."""
         with self._lock:
             dense = self._dense_index()
-        if dense is None or not analyze_query(query):
-            return None, None
+        if dense is None:
+            return None, None, DENSE_WEIGHT
+        terms = analyze_query(query)
+        if not terms:
+            return None, None, DENSE_WEIGHT
         try:
             if self._vectors.generation() == 0:
-                return None, None
-            return dense, query_vector(dense, query)
+                return None, None, DENSE_WEIGHT
+            return dense, query_vector(dense, query), dense_weight(terms)
         except ModelError as exc:  # an embedding service is down: still answer
             logger.warning("memdir search is lexical only for this query: %s", exc)
         except IndexError_ as exc:  # vectors.db cannot be read or replaced
             self._warn_once(f"memdir search is lexical only: {exc}")
-        return None, None
+        return None, None, DENSE_WEIGHT
 
     def _warn_once(self, message: str) -> None:
         if message not in self._warned:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -18,7 +18,7 @@ from memdir.embeddings import embedding_query
 from memdir.errors import ConfigError
 from memdir.index._engine import Engine
 from memdir.index._pg_vectors import PgVectors
-from memdir.index._query import analyze_query
+from memdir.index._query import Term
 from memdir.index._schema import LINE_BITS
 from memdir.index._search import hit_of
 from memdir.index._types import EmbedStats, SearchHit
@@ -170,9 +170,10 @@ def embed_pending(
     )
 
 
-def dense_weight(query: str) -> float:
-    """How much the vector ranking counts in the fusion for ``query`` (:data:`DENSE_WEIGHT`)."""
-    words = sum(1 for term in analyze_query(query) if not term.stop and not term.part)
+def dense_weight(terms: Sequence[Term]) -> float:
+    """How much the vector ranking counts in the fusion for a query of ``terms``
+    (:func:`memdir.index._query.analyze_query`; :data:`DENSE_WEIGHT`)."""
+    words = sum(1 for term in terms if not term.stop and not term.part)
     return CONVERSATION_DENSE_WEIGHT if words > CONVERSATION_WORDS else DENSE_WEIGHT
 
 

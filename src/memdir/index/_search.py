@@ -22,7 +22,7 @@ import heapq
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Collection, Container
+from collections.abc import Collection, Container, Iterable
 from datetime import date
 
 from memdir.index import _rank
@@ -43,24 +43,33 @@ MAX_AND_TERMS = 4
 MAX_AND_FORMS = 4  # AND queries per conjunction when its words have irregular forms
 
 
-def _forms(term: Term) -> list[tuple[str, ...]]:
+def _phrases(term: Term) -> list[tuple[str, ...]]:
     """The phrases a term is looked up as: itself, and a word's irregular forms."""
     if len(term.tokens) != 1 or term.cjk:
         return [term.tokens]
     return [(form,) for form in word_forms(term.tokens[0])]
 
 
+def _rowids_of_any(
+    engine: Engine,
+    alternatives: Iterable[list[tuple[str, ...]]],
+    limit: int,
+    *,
+    within: tuple[int, int] | None = None,
+) -> list[int]:
+    """Up to ``limit`` ids of rows holding every phrase of any of ``alternatives``, newest
+    first (:meth:`Engine.rowids` of each, merged)."""
+    lists = [engine.rowids(phrases, limit, within=within) for phrases in alternatives]
+    if len(lists) == 1:
+        return lists[0]
+    return sorted({rowid for ids in lists for rowid in ids}, reverse=True)[:limit]
+
+
 def _term_rowids(
     engine: Engine, term: Term, limit: int, *, within: tuple[int, int] | None = None
 ) -> list[int]:
     """Up to ``limit`` ids of rows holding ``term`` in any of its forms, newest first."""
-    forms = _forms(term)
-    if len(forms) == 1:
-        return engine.rowids(forms, limit, within=within)
-    found: set[int] = set()
-    for form in forms:
-        found.update(engine.rowids([form], limit, within=within))
-    return sorted(found, reverse=True)[:limit]
+    return _rowids_of_any(engine, ([p] for p in _phrases(term)), limit, within=within)
 
 
 _later_cache: tuple[dict[int, FileInfo], list[int], list[int]] | None = None
@@ -284,15 +293,10 @@ def _add_conjunctions(
         tried.add(size)
         group = by_rarity[:size]
         bonus = sum(gain for _, _, gain in group)
-        combos = itertools.product(*(_forms(term) for term, _, _ in group))
-        found = sorted(
-            {
-                rowid
-                for combo in itertools.islice(combos, MAX_AND_FORMS)
-                for rowid in engine.rowids(list(combo), wanted)
-            },
-            reverse=True,
-        )[:wanted]
+        combos = itertools.product(*(_phrases(term) for term, _, _ in group))
+        found = _rowids_of_any(
+            engine, (list(combo) for combo in itertools.islice(combos, MAX_AND_FORMS)), wanted
+        )
         for rowid in found:
             pre[rowid] = max(pre.get(rowid, 0.0), bonus)
         if len(found) >= wanted:
