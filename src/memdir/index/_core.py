@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -30,7 +30,7 @@ from memdir.index._paths import check_memory_path, snapshot_of_text
 from memdir.index._pg_settings import StoreSettings
 from memdir.index._pg_store import PgIndexStore
 from memdir.index._pg_vectors import PgVectors
-from memdir.index._query import analyze_query
+from memdir.index._query import Term, analyze_query
 from memdir.index._search import run_search
 from memdir.index._settings import SETTINGS_NAME, SearchSettings
 from memdir.index._source import source_of
@@ -314,15 +314,16 @@ class MemoryIndex:
             raise ToolInputError(f"limit must be an integer from 1 to {MAX_LIMIT}")
         if not query.strip():
             return []
-        dense, vector, weight = self._query_side(query)
+        terms = analyze_query(query)
+        dense, vector, weight = self._query_side(query, terms)
         today = self.workspace.today()
 
         def go(engine: Engine) -> list[SearchHit]:
             with engine.snapshot():
                 if dense is None or vector is None:
-                    return run_search(engine, query, limit, today=today)
+                    return run_search(engine, query, limit, today=today, terms=terms)
                 depth = max(limit, FUSION_DEPTH)
-                lexical = run_search(engine, query, depth, today=today)
+                lexical = run_search(engine, query, depth, today=today, terms=terms)
                 try:
                     near = nearest(dense, engine, vector, depth)
                 except IndexError_ as exc:  # vectors.db cannot be read or replaced
@@ -334,14 +335,16 @@ class MemoryIndex:
 
         return self._run(go, writes=False)
 
-    def _query_side(self, query: str) -> tuple[DenseIndex | None, Any, float]:
-        """The vector side of a search, the query's vector and its weight in the fusion
-        (:func:`dense_weight`); ``None, None`` for lexical only."""
+    def _query_side(
+        self, query: str, terms: Sequence[Term]
+    ) -> tuple[DenseIndex | None, Any, float]:
+        """The vector side of a search for ``query`` (analysed into ``terms``), the query's
+        vector and its weight in the fusion (:func:`dense_weight`); ``None, None`` for
+        lexical only."""
         with self._lock:
             dense = self._dense_index()
         if dense is None:
             return None, None, DENSE_WEIGHT
-        terms = analyze_query(query)
         if not terms:
             return None, None, DENSE_WEIGHT
         try:

@@ -15,6 +15,7 @@ Cheap by construction: it runs only for short queries whose page is not full, re
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 
 from memdir.index._engine import Engine, StoredRow
 from memdir.index._forms import word_key
@@ -49,7 +50,7 @@ def with_feedback(
     engine: Engine,
     rows: dict[int, StoredRow],
     scores: dict[int, float],
-    query_terms: list[Term],
+    query_terms: Sequence[Term],
     words_found: int,
     *,
     total: int,

@@ -22,7 +22,7 @@ import heapq
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Collection, Container, Iterable
+from collections.abc import Collection, Container, Iterable, Sequence
 from datetime import date
 
 from memdir.index import _rank
@@ -330,14 +330,20 @@ def _with_dated_rows(
 
 
 def run_search(
-    engine: Engine, query: str, limit: int, *, today: date | None = None
+    engine: Engine,
+    query: str,
+    limit: int,
+    *,
+    today: date | None = None,
+    terms: Sequence[Term] | None = None,
 ) -> list[SearchHit]:
     """Search ``engine`` for ``query``; at most ``limit`` hits, best first.
 
     ``today`` is the day the query's ``today`` and ``yesterday`` mean (the local date if not
-    given).
+    given); ``terms`` is :func:`analyze_query` of ``query`` when the caller has it already.
     """
-    terms = analyze_query(query)
+    if terms is None:
+        terms = analyze_query(query)
     active = [term for term in terms if not term.stop] or terms
     if not active:
         return []
