@@ -315,7 +315,7 @@ class MemoryIndex:
         if not query.strip():
             return []
         terms = analyze_query(query)
-        dense, vector, weight = self._query_side(query, terms)
+        dense, vector = self._query_side(query, terms)
         today = self.workspace.today()
 
         def go(engine: Engine) -> list[SearchHit]:
@@ -331,31 +331,26 @@ class MemoryIndex:
                     near = []
                 if not near:
                     return lexical[:limit]
-                return fuse(engine, lexical, near, limit, weight=weight)
+                return fuse(engine, lexical, near, limit, weight=dense_weight(terms))
 
         return self._run(go, writes=False)
 
-    def _query_side(
-        self, query: str, terms: Sequence[Term]
-    ) -> tuple[DenseIndex | None, Any, float]:
-        """The vector side of a search for ``query`` (analysed into ``terms``), the query's
-        vector and its weight in the fusion (:func:`dense_weight`); ``None, None`` for
-        lexical only."""
+    def _query_side(self, query: str, terms: Sequence[Term]) -> tuple[DenseIndex | None, Any]:
+        """The vector side of a search for ``query`` (analysed into ``terms``) and the
+        query's vector, or ``None`` (lexical only)."""
         with self._lock:
             dense = self._dense_index()
-        if dense is None:
-            return None, None, DENSE_WEIGHT
-        if not terms:
-            return None, None, DENSE_WEIGHT
+        if dense is None or not terms:
+            return None, None
         try:
             if self._vectors.generation() == 0:
-                return None, None, DENSE_WEIGHT
-            return dense, query_vector(dense, query), dense_weight(terms)
+                return None, None
+            return dense, query_vector(dense, query)
         except ModelError as exc:  # an embedding service is down: still answer
             logger.warning("memdir search is lexical only for this query: %s", exc)
         except IndexError_ as exc:  # vectors.db cannot be read or replaced
             self._warn_once(f"memdir search is lexical only: {exc}")
-        return None, None, DENSE_WEIGHT
+        return None, None
 
     def _warn_once(self, message: str) -> None:
         if message not in self._warned:
