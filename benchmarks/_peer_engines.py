@@ -2,7 +2,7 @@
 
 * ``tantivy``: the ``tantivy`` package (an in-process Rust engine), one document per line, the
   line pre-tokenised by rjieba (words joined by spaces) so Chinese is searchable, the ``default``
-  tokenizer, the query's words OR-ed through ``parse_query_lenient``;
+  tokenizer, the query's word tokens OR-ed through ``parse_query_lenient``;
 * ``bm25s``: one document per line, rjieba first, then ``bm25s.tokenize`` with English and
   Chinese stopwords and PyStemmer's English stemmer (bm25s' own recommended setup).
 
@@ -13,6 +13,7 @@ benchmark leaves out an engine whose package is missing and says so.
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,6 +24,7 @@ from memdir.workspace import Workspace
 
 __all__ = ["Bm25sEngine", "TantivyEngine", "missing_packages"]
 
+_WORD = re.compile(r"\w+")
 _NEEDS = {"tantivy": ("tantivy", "rjieba"), "bm25s": ("bm25s", "Stemmer", "rjieba")}
 
 
@@ -43,17 +45,20 @@ def _lines(ws: Workspace, rel: str) -> list[tuple[int, str]]:
 
 
 class TantivyEngine:
-    """tantivy over rjieba-segmented lines, ``default`` tokenizer, OR query."""
+    """tantivy over rjieba-segmented lines, ``default`` tokenizer (or ``en_stem``: English
+    stemming), OR query."""
 
     name = "tantivy"
 
-    def __init__(self, ws: Workspace, directory: Path) -> None:
+    def __init__(self, ws: Workspace, directory: Path, *, tokenizer: str = "default") -> None:
         import tantivy
 
         self._ws = ws
         self._dir = directory
+        if tokenizer != "default":
+            self.name = f"tantivy-{tokenizer}"
         builder = tantivy.SchemaBuilder()
-        builder.add_text_field("body", stored=False, tokenizer_name="default")
+        builder.add_text_field("body", stored=False, tokenizer_name=tokenizer)
         builder.add_text_field("path", stored=True, tokenizer_name="raw")
         builder.add_unsigned_field("line", stored=True, indexed=True)
         self._schema = builder.build()
@@ -95,10 +100,11 @@ class TantivyEngine:
         return rows
 
     def search(self, query: str, limit: int) -> list[Hit]:
-        words = _segment(query)
+        # Word tokens only: the query parser reads ``:``, quotes, ``-`` and ``AND`` as syntax.
+        words = _WORD.findall(_segment(query))
         if not words:
             return []
-        parsed, _errors = self._index.parse_query_lenient(words, ["body"])
+        parsed, _errors = self._index.parse_query_lenient(" ".join(words).lower(), ["body"])
         out: list[Hit] = []
         for _score, address in self._searcher.search(parsed, limit).hits:
             doc = self._searcher.doc(address)
