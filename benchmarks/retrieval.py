@@ -16,7 +16,7 @@ Follows the protocol of the shared benchmark README exactly:
 Usage::
 
     python benchmarks/retrieval.py FILE.json [--json OUT] [--limit-corpora N] [--ablate F,...]
-        [--embedder e5]
+        [--embedder e5 [--embed-cache FILE]]
 
 ``--ablate`` switches ranking features off (see ``memdir.index._rank.RankConfig``) to measure
 what each one contributes. ``--embedder`` measures hybrid search: after indexing, every line
@@ -228,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--limit-corpora", type=int, help="only the first N corpora")
     parser.add_argument("--embedder", help="hybrid search with this embedder (e.g. e5)")
+    parser.add_argument(
+        "--embed-cache", type=Path, help="keep the embedder's vectors in this file between runs"
+    )
     parser.add_argument("--ablate", default="", help="ranking features to switch off (comma list)")
     parser.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="a ranking parameter"
@@ -255,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         _rank.DEFAULT = dataclasses.replace(_rank.DEFAULT, **changes)
         print(f"ranking: {_rank.DEFAULT}")
     embedder = embedder_from_string(args.embedder) if args.embedder else None
+    if embedder is not None and args.embed_cache:
+        from _embed_cache import CachedEmbedder
+
+        embedder = CachedEmbedder(embedder, args.embed_cache)
     result = run(args.file, limit_corpora=args.limit_corpora, k=args.k, embedder=embedder)
     _print(result)
     if args.json:
