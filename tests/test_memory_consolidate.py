@@ -420,3 +420,27 @@ async def test_an_empty_file_answer_moves_past_entries_only_when_nothing_is_lost
     consolidator.model = ScriptedModel(["# Memory\n"])
     assert (await consolidator.consolidate()).skipped == "blank_answer"
     assert snapshot(ws) == before
+
+
+async def test_search_puts_the_consolidated_fact_first_and_forgets_the_replaced_one(
+    ws: Workspace,
+) -> None:
+    from memdir.index import MemoryIndex
+
+    ws.write_text("MEMORY.md", "# Memory\n- Alice lives in Paris\n- Bob uses vim\n")
+    add(ws, "Alice lives in Paris, near the canal", day="2026-11-02")
+    add(ws, "Alice lives in Berlin", day="2026-11-29")
+    with MemoryIndex(ws) as index:
+        index.refresh()  # as memory_search does before every search
+        before = index.search("where does Alice live", 5)
+        assert (before[0].path, before[0].content) == ("MEMORY.md", "- Alice lives in Paris")
+        answer = "# Memory\n- Alice lives in Berlin\n- Bob uses vim\n"
+        assert (await MemoryConsolidator(ws, ScriptedModel([answer])).consolidate()).applied
+        index.refresh()
+        after = index.search("where does Alice live", 5)  # the same index, opened before
+    curated = [hit.content for hit in after if hit.path == "MEMORY.md"]
+    assert curated == ["- Alice lives in Berlin"]  # the replaced line is gone from results
+    assert (after[0].path, after[0].content) == ("MEMORY.md", "- Alice lives in Berlin")
+    # the newest ledger's identical line is shown once, as the curated one; the older
+    # ledger keeps its history, ranked below
+    assert [hit.path for hit in after[1:]] == ["memory/2026-11-02.md"]
