@@ -34,6 +34,7 @@ from memdir.index._schema import (
     is_unwritable,
     remove_database,
 )
+from memdir.index._turns import embedded_texts
 
 if TYPE_CHECKING:
     import numpy as np
@@ -310,13 +311,15 @@ class _FileVectors:
 
 
 def file_texts(model: str, engine: Engine, info: FileInfo) -> list[tuple[int, bytes, str]]:
-    """``(row id, key, text)`` of each unit of a file that has text to embed."""
-    out: list[tuple[int, bytes, str]] = []
-    for rowid, content in engine.units_of(info.id):
-        text = document_text(content)
-        if text:
-            out.append((rowid, unit_key(model, text), text))
-    return out
+    """``(row id, key, text)`` of each unit of a file that has text to embed: the unit's
+    text, after the turn it answers for a dialogue turn (:mod:`memdir.index._turns`)."""
+    units = engine.units_of(info.id)
+    texts = embedded_texts([document_text(content) for _, content in units])
+    return [
+        (rowid, unit_key(model, text), text)
+        for (rowid, _), text in zip(units, texts, strict=True)
+        if text
+    ]
 
 
 class DenseIndex:
