@@ -71,7 +71,7 @@ def _rows(ws: Workspace) -> dict[str, list[tuple[int, int, str | None, str]]]:
         assert engine is not None
         out: dict[str, list[tuple[int, int, str | None, str]]] = {}
         for info in engine.files_by_id().values():
-            ids = [rowid for rowid, _ in engine.units_of(info.id)]
+            ids = [rowid for rowid, _, _ in engine.units_of(info.id)]
             rows = sorted(engine.fetch(ids), key=lambda row: row.line_number)
             out[info.path] = [(r.line_number, r.line_end, r.heading, r.content) for r in rows]
     return out

@@ -178,7 +178,7 @@ def test_units_from_estimates_within_one_file(tmp_path: Path) -> None:
     files = engine.files_by_id()
     first = min(files)
     with engine.snapshot():
-        rowids = [row for row, _ in engine.units_of(first)]
+        rowids = [row for row, _, _ in engine.units_of(first)]
         estimated = _search._units_from(engine, rowids)
         for rowid in rowids:
             exact = engine.rows_from(rowid)

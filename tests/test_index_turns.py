@@ -46,6 +46,10 @@ def test_other_lines_are_not_turns(text: str) -> None:
     assert speaker(text) is None
 
 
+def _in_one_section(*texts: str) -> list[tuple[int, str]]:
+    return [(0, text) for text in texts]
+
+
 def test_a_reply_is_read_after_the_turn_it_answers() -> None:
     texts = [
         "10:01 Caroline: I passed the adoption interviews!",
@@ -56,7 +60,7 @@ def test_a_reply_is_read_after_the_turn_it_answers() -> None:
         "a fact that is not a turn",
         "10:05 Caroline: after a fact: alone",
     ]
-    out = embedded_texts(texts)
+    out = embedded_texts(_in_one_section(*texts))
     assert out[0] == texts[0]
     assert out[1] == f"{texts[0]} {texts[1]}"
     assert out[2] == texts[2]
@@ -68,7 +72,9 @@ def test_a_reply_is_read_after_the_turn_it_answers() -> None:
 
 def test_only_the_end_of_a_long_turn_is_read() -> None:
     long = "10:01 Caroline: " + "word " * 200 + "the kitten"
-    out = embedded_texts([long, "10:02 Melanie: lovely"])
+    out = embedded_texts(
+        _in_one_section(long, "10:02 Melanie: lovely", "Caroline: x", "Melanie: y")
+    )
     context = out[1].removesuffix(" 10:02 Melanie: lovely")
     assert len(context) <= CONTEXT_CHARS
     assert context.endswith("the kitten")
@@ -76,15 +82,51 @@ def test_only_the_end_of_a_long_turn_is_read() -> None:
 
 def test_facts_are_embedded_alone() -> None:
     facts = ["Jing prefers tabs", "The shop database moved to PostgreSQL 16", "deploys on Friday"]
-    assert embedded_texts(facts) == facts
+    assert embedded_texts(_in_one_section(*facts)) == facts
 
 
-def test_a_reply_is_found_by_what_it_answers(ws: Workspace) -> None:
+def test_labelled_facts_are_not_a_dialogue() -> None:
+    # a flush's labels each start one line: not speakers
+    facts = [
+        "Decision: WeChat Pay is postponed to Q1 2027",
+        "Fix: CREATE INDEX CONCURRENTLY orders_customer_created_idx",
+        "经验：迁移后要对最慢的查询重新跑 EXPLAIN ANALYZE",
+        "Team offsite confirmed: Moganshan, 2026-12-12",
+        "Owner: Tom books the guesthouse",
+    ]
+    assert embedded_texts(_in_one_section(*facts)) == facts
+
+
+def test_a_turn_is_not_read_after_another_section() -> None:
+    units = [
+        (1, "Caroline: see you"),
+        (1, "Melanie: bye"),
+        (1, "Caroline: bye"),
+        (1, "Melanie: see you"),
+        (5, "Caroline: hello again"),  # a new session: nothing to answer
+        (5, "Melanie: hi"),
+        (5, "Caroline: how are you"),
+        (5, "Melanie: fine"),
+    ]
+    out = embedded_texts(units)
+    assert out[4] == "Caroline: hello again"
+    assert out[5] == "Caroline: hello again Melanie: hi"
+    # a name that starts only one line of its section is no speaker there
+    assert embedded_texts([(1, "Caroline: a"), (1, "Melanie: b"), (2, "Melanie: c")]) == [
+        "Caroline: a",
+        "Melanie: b",
+        "Melanie: c",
+    ]
+
+
+def test_a_reply_is_found_by_what_it_answers(any_ws: Workspace) -> None:
+    ws = any_ws
     ws.write_text(
         LEDGER,
         "- 10:01 Caroline: We adopted a kitten last week\n"
         "- 10:02 Melanie: Congrats! Tell me everything\n"
-        "- 10:03 Caroline: The weather was fine\n",
+        "- 10:03 Caroline: The weather was fine\n"
+        "- 10:04 Melanie: Sunny here too\n",
     )
     embedder = ConceptEmbedder({"cat": ["kitten", "cat"], "weather": ["weather"]})
     with MemoryIndex(ws, embedder=embedder) as index:
@@ -95,6 +137,7 @@ def test_a_reply_is_found_by_what_it_answers(ws: Workspace) -> None:
     # the reply shares no word with the question, and answers the turn that does
     assert "- 10:02 Melanie: Congrats! Tell me everything" in contents
     assert "- 10:03 Caroline: The weather was fine" not in contents
+    assert "- 10:04 Melanie: Sunny here too" not in contents
     # what was embedded for the reply: the turn before it, then the reply
     assert (
         "10:01 Caroline: We adopted a kitten last week 10:02 Melanie: Congrats! Tell me everything"
@@ -104,13 +147,15 @@ def test_a_reply_is_found_by_what_it_answers(ws: Workspace) -> None:
 
 def test_a_changed_turn_embeds_its_reply_again(ws: Workspace) -> None:
     embedder = ConceptEmbedder({"cat": ["kitten"], "dog": ["puppy"]})
-    ws.write_text(LEDGER, "- Caroline: We adopted a kitten\n- Melanie: Congrats!\n")
+    tail = "- Melanie: Congrats!\n- Caroline: Thanks\n- Melanie: Bye\n"
+    ws.write_text(LEDGER, "- Caroline: We adopted a kitten\n" + tail)
     with MemoryIndex(ws, embedder=embedder) as index:
         index.index_all_from_workspace()
-        assert index.embed_pending().embedded == 2
-        ws.write_text(LEDGER, "- Caroline: We adopted a puppy\n- Melanie: Congrats!\n")
+        assert index.embed_pending().embedded == 4
+        ws.write_text(LEDGER, "- Caroline: We adopted a puppy\n" + tail)
         index.index_all_from_workspace()
         stats = index.embed_pending()
-        assert (stats.embedded, stats.removed, stats.total) == (2, 2, 2)
+        # the changed turn and the reply that reads it; the later turns are as they were
+        assert (stats.embedded, stats.removed, stats.total) == (2, 2, 4)
         contents = [h.content for h in index.search("puppy", 10)]
     assert contents[:2] == ["- Caroline: We adopted a puppy", "- Melanie: Congrats!"]

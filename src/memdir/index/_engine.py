@@ -223,5 +223,6 @@ class Engine(Protocol):
     def fetch(self, rowids: Sequence[int]) -> list[StoredRow]:
         """The stored rows for ``rowids`` (missing ids are skipped), in no particular order."""
 
-    def units_of(self, file_id: int) -> list[tuple[int, str]]:
-        """``(row id, content)`` of every unit of one file, in line order."""
+    def units_of(self, file_id: int) -> list[tuple[int, int, str]]:
+        """``(row id, head, content)`` of every unit of one file, in line order (``head``: the
+        line of the heading above, 0 for none; equal values = same section)."""

@@ -185,11 +185,11 @@ class PostgresEngine(PgFiles):
         rows = self._conn.execute(self.q("neighbors"), (self.ns, self.ns, ids, los, his))
         return {row[0]: (row[1], row[2]) for row in rows}
 
-    def units_of(self, file_id: int) -> list[tuple[int, str]]:
-        """``(row id, content)`` of every unit of one file, in line order."""
+    def units_of(self, file_id: int) -> list[tuple[int, int, str]]:
+        """``(row id, head, content)`` of every unit of one file, in line order."""
         lo, hi = file_range(file_id)
         rows = self._conn.execute(self.q("file_units"), (self.ns, lo, hi))
-        return [(row[0], row[3]) for row in rows]
+        return [(row[0], row[2], row[3]) for row in rows]
 
     def fetch(self, rowids: Sequence[int]) -> list[StoredRow]:
         """Stored rows for ``rowids`` (missing ids skipped), with file and heading."""

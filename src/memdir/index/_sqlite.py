@@ -230,13 +230,13 @@ class SqliteEngine(SqliteFiles):
             out.update((row[0], (row[1], row[2])) for row in rows)
         return out
 
-    def units_of(self, file_id: int) -> list[tuple[int, str]]:
-        """``(row id, content)`` of every unit of one file, in line order."""
+    def units_of(self, file_id: int) -> list[tuple[int, int, str]]:
+        """``(row id, head, content)`` of every unit of one file, in line order."""
         lo, hi = file_range(file_id)
         rows = self._con.execute(
-            "SELECT id, content FROM units WHERE id >= ? AND id < ? ORDER BY id", (lo, hi)
+            "SELECT id, head, content FROM units WHERE id >= ? AND id < ? ORDER BY id", (lo, hi)
         )
-        return [(row[0], row[1]) for row in rows]
+        return [(row[0], row[1], row[2]) for row in rows]
 
     def fetch(self, rowids: Sequence[int]) -> list[StoredRow]:
         """Stored rows for ``rowids`` (missing ids skipped), with file and heading."""

@@ -314,10 +314,10 @@ def file_texts(model: str, engine: Engine, info: FileInfo) -> list[tuple[int, by
     """``(row id, key, text)`` of each unit of a file that has text to embed: the unit's
     text, after the turn it answers for a dialogue turn (:mod:`memdir.index._turns`)."""
     units = engine.units_of(info.id)
-    texts = embedded_texts([document_text(content) for _, content in units])
+    texts = embedded_texts([(head, document_text(content)) for _, head, content in units])
     return [
         (rowid, unit_key(model, text), text)
-        for (rowid, _), text in zip(units, texts, strict=True)
+        for (rowid, _, _), text in zip(units, texts, strict=True)
         if text
     ]
 
