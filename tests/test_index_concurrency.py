@@ -170,3 +170,32 @@ def test_processes_embed_and_search_while_others_append(tmp_path: Path) -> None:
         assert idx._vectors.count() == final.total
         hits = idx.search("cedar entry", 5)
     assert hits and all("cedar entry" in hit.content for hit in hits)
+
+
+def _opener(roots: list[str], barrier: Any, errors: Any) -> None:
+    for root in roots:
+        barrier.wait(timeout=60)
+        try:
+            with MemoryIndex(root, embedder=False) as idx:
+                idx.refresh()
+                idx.search("anything")
+        except Exception as exc:  # reported to the parent, which fails the test
+            errors.put(repr(exc))
+
+
+def test_processes_creating_the_index_at_once_all_open_it(tmp_path: Path) -> None:
+    # A new index file is turned to WAL under a lock SQLite does not wait for: without a
+    # retry, about one round in ten had a process fail with "database is locked".
+    ctx = mp.get_context("spawn")
+    roots = [str(tmp_path / f"ws{n}") for n in range(40)]
+    for root in roots:
+        Workspace(root, tz="UTC").write_text("memory/2026-11-30.md", "- a line\n")
+    barrier = ctx.Barrier(4)
+    errors = ctx.Queue()
+    procs = [ctx.Process(target=_opener, args=(roots, barrier, errors)) for _ in range(4)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=120)
+        assert proc.exitcode == 0
+    assert errors.empty(), errors.get()

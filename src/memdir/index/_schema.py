@@ -189,22 +189,28 @@ def begin_immediate(con: sqlite3.Connection, *, window: float | None = None) -> 
         sqlite3.OperationalError: still locked when the window (default
             :data:`BUSY_TIMEOUT_S`) is over, or another error.
     """
-    deadline = time.monotonic() + (BUSY_TIMEOUT_S if window is None else window)
-    pause = _BACKOFF_S[0]
     con.execute(f"PRAGMA busy_timeout = {_BUSY_SLICE_MS}")
     try:
-        while True:
-            try:
-                con.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                left = deadline - time.monotonic()
-                if not is_busy(exc) or left <= 0:
-                    raise
-            time.sleep(min(left, pause * random.uniform(0.5, 1.5)))
-            pause = min(pause * 2, _BACKOFF_S[1])
+        _when_free(con, "BEGIN IMMEDIATE", BUSY_TIMEOUT_S if window is None else window)
     finally:
         con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+
+
+def _when_free(con: sqlite3.Connection, statement: str, window: float) -> None:
+    """Run ``statement`` again while it finds the database locked, for at most ``window``
+    seconds, the pause between attempts doubling from 2 to 50 ms, with jitter."""
+    deadline = time.monotonic() + window
+    pause = _BACKOFF_S[0]
+    while True:
+        try:
+            con.execute(statement).fetchall()
+            return
+        except sqlite3.OperationalError as exc:
+            left = deadline - time.monotonic()
+            if not is_busy(exc) or left <= 0:
+                raise
+        time.sleep(min(left, pause * random.uniform(0.5, 1.5)))
+        pause = min(pause * 2, _BACKOFF_S[1])
 
 
 @contextlib.contextmanager
@@ -278,7 +284,9 @@ def connect(path: Path) -> sqlite3.Connection:
     )
     try:
         con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        con.execute("PRAGMA journal_mode = WAL").fetchone()
+        # Turning a new file to WAL takes a lock that SQLite does not wait for: when several
+        # processes create the index at once, all but one find it locked.
+        _when_free(con, "PRAGMA journal_mode = WAL", BUSY_TIMEOUT_S)
         # The index is derived data: losing the last commits on power loss is fine.
         con.execute("PRAGMA synchronous = NORMAL")
     except BaseException:
