@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from memdir.embeddings import Embedder, embedder_from_string
 from memdir.errors import ConfigError, IndexError_, ModelError, ToolInputError, WorkspaceError
+from memdir.index._clauses import question_clauses, rank_fusion
 from memdir.index._default_embedder import AUTO, OFF, resolve
 from memdir.index._engine import Engine, FileSnapshot
 from memdir.index._fallback import Unwritable
@@ -315,42 +316,47 @@ class MemoryIndex:
         if not query.strip():
             return []
         terms = analyze_query(query)
-        dense, vector = self._query_side(query, terms)
+        dense, vectors = self._query_side(query, terms)
         today = self.workspace.today()
 
         def go(engine: Engine) -> list[SearchHit]:
             with engine.snapshot():
-                if dense is None or vector is None:
+                if dense is None or not vectors:
                     return run_search(engine, query, limit, today=today, terms=terms)
                 depth = max(limit, FUSION_DEPTH)
                 lexical = run_search(engine, query, depth, today=today, terms=terms)
                 try:
-                    near = nearest(dense, engine, vector, depth)
+                    found = [nearest(dense, engine, vector, depth) for vector in vectors]
                 except IndexError_ as exc:  # vectors.db cannot be read or replaced
                     self._warn_once(f"memdir search is lexical only: {exc}")
-                    near = []
+                    found = []
+                if len(found) > 1:  # a compound question: each question's nearest lines
+                    found = [rank_fusion([[rowid for rowid, _ in near] for near in found])]
+                near = found[0][:depth] if found else []
                 if not near:
                     return lexical[:limit]
                 return fuse(engine, lexical, near, limit, weight=dense_weight(terms))
 
         return self._run(go, writes=False)
 
-    def _query_side(self, query: str, terms: Sequence[Term]) -> tuple[DenseIndex | None, Any]:
+    def _query_side(self, query: str, terms: Sequence[Term]) -> tuple[DenseIndex | None, list[Any]]:
         """The vector side of a search for ``query`` (analysed into ``terms``) and the
-        query's vector, or ``None`` (lexical only)."""
+        vectors to search for: the query's, then each question's of a compound question
+        (:mod:`memdir.index._clauses`); none for lexical only."""
         with self._lock:
             dense = self._dense_index()
         if dense is None or not terms:
-            return None, None
+            return None, []
         try:
             if self._vectors.generation() == 0:
-                return None, None
-            return dense, query_vector(dense, query)
+                return None, []
+            texts = [query, *question_clauses(query, terms)]
+            return dense, [query_vector(dense, text) for text in texts]
         except ModelError as exc:  # an embedding service is down: still answer
             logger.warning("memdir search is lexical only for this query: %s", exc)
         except IndexError_ as exc:  # vectors.db cannot be read or replaced
             self._warn_once(f"memdir search is lexical only: {exc}")
-        return None, None
+        return None, []
 
     def _warn_once(self, message: str) -> None:
         if message not in self._warned:

@@ -18,7 +18,7 @@ from memdir.embeddings import embedding_query
 from memdir.errors import ConfigError
 from memdir.index._engine import Engine
 from memdir.index._pg_vectors import PgVectors
-from memdir.index._query import Term
+from memdir.index._query import Term, is_conversation
 from memdir.index._schema import LINE_BITS
 from memdir.index._search import hit_of
 from memdir.index._types import EmbedStats, SearchHit
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONVERSATION_DENSE_WEIGHT",
-    "CONVERSATION_WORDS",
     "DENSE_WEIGHT",
     "FUSION_DEPTH",
     "RRF_K",
@@ -51,11 +50,9 @@ RRF_K = 10
 DENSE_WEIGHT = 0.7
 """A vector result at rank r adds ``DENSE_WEIGHT / (RRF_K + r)``: the lexical ranking is the
 stronger one wherever the query shares words with the memory (docs/benchmarks.md)."""
-CONVERSATION_WORDS = 16
-"""A query of more content words than this is a conversation rather than a question."""
 CONVERSATION_DENSE_WEIGHT = 1.0
-""":data:`DENSE_WEIGHT` for a conversation: its many words dilute the lexical ranking, while
-its meaning is what an embedding captures."""
+""":data:`DENSE_WEIGHT` for a conversation (:func:`memdir.index._query.is_conversation`): its
+many words dilute the lexical ranking, while its meaning is what an embedding captures."""
 
 
 QUERY_CACHE_SIZE = 256
@@ -173,8 +170,7 @@ def embed_pending(
 def dense_weight(terms: Sequence[Term]) -> float:
     """How much the vector ranking counts in the fusion for a query of ``terms``
     (:func:`memdir.index._query.analyze_query`; :data:`DENSE_WEIGHT`)."""
-    words = sum(1 for term in terms if not term.stop and not term.part)
-    return CONVERSATION_DENSE_WEIGHT if words > CONVERSATION_WORDS else DENSE_WEIGHT
+    return CONVERSATION_DENSE_WEIGHT if is_conversation(terms) else DENSE_WEIGHT
 
 
 def fuse(

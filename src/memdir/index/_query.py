@@ -22,7 +22,7 @@ term becomes a double-quoted phrase of word characters, so quotes, ``*``, ``NEAR
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -39,12 +39,23 @@ from memdir.index._text import (
     word_parts,
 )
 
-__all__ = ["MAX_QUERY_CHARS", "MAX_TERMS", "Term", "analyze_query"]
+__all__ = [
+    "CONVERSATION_WORDS",
+    "MAX_QUERY_CHARS",
+    "MAX_TERMS",
+    "Term",
+    "analyze_query",
+    "content_words",
+    "is_conversation",
+]
 
 MAX_QUERY_CHARS = 4_000
 """Only this much of a query is analysed (a 10 kB paste is still answered, quickly)."""
 MAX_TERMS = 64
 """At most this many distinct terms are kept; ranking then favours the rarest."""
+CONVERSATION_WORDS = 16
+"""A query of more content words than this is a conversation (a pasted dialogue) rather than
+a question: LoCoMo's questions have at most 14, MemDaily's clean questions a median of 10."""
 
 _SEGMENTS = re.compile(
     f"(?P<han>[{HAN}]+)|(?P<hira>[{HIRAGANA}]+)|(?P<kata>[{KATAKANA}]+)|(?P<hangul>[{HANGUL}]+)"
@@ -216,3 +227,13 @@ def analyze_query(query: str) -> list[Term]:
     ]
     keep = {term.tokens for term in content + stops + parts}
     return [term for term in seen if term.tokens in keep]
+
+
+def content_words(terms: Sequence[Term]) -> int:
+    """The words of a query (:func:`analyze_query`) that are neither stopwords nor parts."""
+    return sum(1 for term in terms if not term.stop and not term.part)
+
+
+def is_conversation(terms: Sequence[Term]) -> bool:
+    """Whether a query of ``terms`` is a conversation (:data:`CONVERSATION_WORDS`)."""
+    return content_words(terms) > CONVERSATION_WORDS

@@ -26,6 +26,7 @@ from collections.abc import Collection, Container, Iterable, Sequence
 from datetime import date
 
 from memdir.index import _rank
+from memdir.index._clauses import fuse_rankings, question_clauses
 from memdir.index._dates import DateCue, date_cue
 from memdir.index._engine import Engine, FileInfo, StoredRow
 from memdir.index._feedback import with_feedback
@@ -341,9 +342,23 @@ def run_search(
 
     ``today`` is the day the query's ``today`` and ``yesterday`` mean (the local date if not
     given); ``terms`` is :func:`analyze_query` of ``query`` when the caller has it already.
+    A compound question is searched whole and question by question, the rankings fused
+    (:mod:`memdir.index._clauses`).
     """
     if terms is None:
         terms = analyze_query(query)
+    clauses = question_clauses(query, terms)
+    if not clauses:
+        return _search(engine, query, limit, today, terms)
+    rankings = [_search(engine, query, limit, today, terms)]
+    rankings += [_search(engine, clause, limit, today, analyze_query(clause)) for clause in clauses]
+    return fuse_rankings(rankings, limit)
+
+
+def _search(
+    engine: Engine, query: str, limit: int, today: date | None, terms: Sequence[Term]
+) -> list[SearchHit]:
+    """:func:`run_search` of one question."""
     active = [term for term in terms if not term.stop] or terms
     if not active:
         return []

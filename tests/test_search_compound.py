@@ -1,0 +1,113 @@
+"""A compound question (two questions in one query) finds the answer to each of them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from memdir.index import MemoryIndex
+from memdir.index._clauses import fuse_rankings, question_clauses, rank_fusion
+from memdir.index._query import analyze_query
+from memdir.index._types import SearchHit
+from memdir.testing import ConceptEmbedder
+from memdir.workspace import Workspace
+
+LEDGER = "memory/2026-11-29.md"
+EVENT = "模型艺术盛宴"
+
+
+def _clauses(query: str) -> list[str]:
+    return question_clauses(query, analyze_query(query))
+
+
+def test_a_compound_question_is_cut_into_its_questions() -> None:
+    assert _clauses("我同事有多高来着？另外，模型艺术盛宴的时间是什么？") == [
+        "我同事有多高来着",
+        "另外，模型艺术盛宴的时间是什么",
+    ]
+    assert _clauses("What is Jing's email?? And when is the offsite?") == [
+        "What is Jing's email",
+        "And when is the offsite",
+    ]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "When did Jolene buy her snake?",  # one question
+        "what was decided about the database migration",  # no question mark
+        "What? Where is the cat?",  # "What" has no content word: one question
+        "b? c? d? e? f?",  # a list, not a compound question
+        "",
+        "???",
+        # a conversation: many words, searched whole
+        "Caroline: I went to the support group yesterday, it was powerful? Melanie: That is "
+        "wonderful, what happened there, did you meet anyone new at the centre downtown? "
+        "Caroline: yes, a transgender woman shared her story about courage and family.",
+    ],
+)
+def test_other_queries_are_one_question(query: str) -> None:
+    assert _clauses(query) == []
+
+
+def _event_ledger(ws: Workspace) -> None:
+    things = ["规模是九百人", "持续时间是八个周", "地点是北京", "主要内容是模型展览"]
+    things += ["时间是下周一晚上七点", "报名时间是本周五", "开幕时间是晚上六点", "门票是八十元"]
+    lines = [f"{EVENT}的{thing}。" for thing in things] + ["我同事身高164厘米。"]
+    lines += [f"第{n}天的天气记录：晴，风力{n}级。" for n in range(40)]
+    ws.write_text(LEDGER, "".join(f"- {line}\n" for line in lines))
+
+
+def test_each_question_of_a_compound_question_is_answered_near_the_top(
+    any_ws: Workspace,
+) -> None:
+    _event_ledger(any_ws)
+    query = f"我同事有多高来着？另外，{EVENT}的时间是什么？"
+    with MemoryIndex(any_ws, embedder=False) as index:
+        index.refresh()
+        whole = [hit.content for hit in index.search(query.replace("？", "，"), 10)]
+        hits = [hit.content for hit in index.search(query, 10)]
+    height = "- 我同事身高164厘米。"
+    # searched as one question, the event's lines fill the page above the other answer
+    assert whole.index(height) == 8
+    assert hits.index(height) <= 2
+    assert f"- {EVENT}的时间是下周一晚上七点。" in hits[:2]
+    assert len(hits) == len(set(hits))  # each line once
+
+
+def test_hybrid_search_embeds_each_question(ws: Workspace) -> None:
+    park = "- 世界之窗门票一百元"  # shares no word with the question: found by meaning
+    cousin = [f"- my cousin has a {thing}" for thing in ("red car", "cat", "blog", "boat")]
+    ws.write_text(LEDGER, "\n".join([park, "- 我表哥是护士长", *cousin]) + "\n")
+    embedder = ConceptEmbedder(
+        {"job": ["职位", "护士长"], "kin": ["表哥", "cousin"], "park": ["景区", "世界之窗"]}
+    )
+    query = "我表哥现在是干啥职位来着？另外，我参观的那个景区是哪里来着？"
+    with MemoryIndex(ws, embedder=embedder) as index:
+        index.index_all_from_workspace()
+        index.embed_pending()
+        hits = [hit.content for hit in index.search(query, 10)]
+        assert embedder.queries[-2:] == [
+            "我表哥现在是干啥职位来着",
+            "另外，我参观的那个景区是哪里来着",
+        ]
+        whole = [hit.content for hit in index.search(query.replace("？", "，"), 10)]
+    assert hits[0] == "- 我表哥是护士长"
+    assert hits.index(park) <= 2
+    assert whole.index(park) == 5  # the whole question's vector is nearer every cousin line
+
+
+def _hit(path: str, line: int, content: str) -> SearchHit:
+    return SearchHit(path=path, line_number=line, line_end=line, content=content, score=1.0)
+
+
+def test_rankings_are_fused_by_rank_and_identical_lines_shown_once() -> None:
+    a, b, c = _hit("m.md", 1, "- a"), _hit("m.md", 2, "- b"), _hit("m.md", 3, "- c")
+    copy = _hit("o.md", 9, "- a")  # the same line in another file
+    fused = fuse_rankings([[a, b], [c, copy], [b, a]], 10)
+    assert [hit.content for hit in fused] == ["- a", "- b", "- c"]  # a tie: first seen first
+    assert fused[0].score == fused[1].score == round(1 / 3 + 1 / 4, 6)
+    assert fused[2].score == round(1 / 3, 6)
+    assert fuse_rankings([[a, b, c]], 2) == [replace(a, score=0.333333), replace(b, score=0.25)]
+    assert rank_fusion([[1, 2], [2, 3]]) == [(2, 1 / 4 + 1 / 3), (1, 1 / 3), (3, 1 / 4)]
