@@ -37,7 +37,15 @@ from typing import Any, NamedTuple
 from _peer_engines import Bm25sEngine, TantivyEngine, missing_packages
 from memdir import MemoryIndex, Workspace
 from memdir.embeddings import Embedder, embedder_from_string
-from retrieval import ADVERSARIAL, LIMIT, ranked_docs, score_query, write_corpus
+from retrieval import (
+    ADVERSARIAL,
+    LIMIT,
+    load_memret,
+    ranked_docs,
+    score_query,
+    sessions_of,
+    write_corpus,
+)
 
 ENGINES = ("memdir", "tantivy", "tantivy-en_stem", "bm25s")
 SHOWN = ("R@5", "R@1", "R@10", "MRR", "empty")
@@ -95,24 +103,19 @@ def run(
     path: Path, names: list[str], *, limit_corpora: int | None, embedder: Embedder | None
 ) -> dict[str, Any]:
     """Every engine of ``names`` on one memret/1 file; summaries per engine and group."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("format") != "memret/1":
-        raise SystemExit(f"{path}: not a memret/1 file")
-    corpora = data["corpora"][:limit_corpora] if limit_corpora else data["corpora"]
-    by_corpus: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for query in data["queries"]:
-        if query.get("relevant"):
-            by_corpus[query["corpus"]].append(query)
+    data, corpora, by_corpus = load_memret(path, limit_corpora=limit_corpora)
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="memdir-peers-") as tmp:
         for number, corpus in enumerate(corpora):
             root = Path(tmp) / f"c{number}"
             where = write_corpus(root, corpus["docs"])
-            session_of = {d["id"]: f"{d['date']}/{d.get('session')}" for d in corpus["docs"]}
+            session_of = sessions_of(corpus["docs"])
             searches, closers = _open_engines(names, Workspace(root, tz="UTC"), root, embedder)
             try:
                 for query in by_corpus.get(corpus["id"], []):
-                    relevant = set(query["relevant"])
+                    relevant = set(query.get("relevant") or [])
+                    if not relevant:
+                        continue
                     for name, search in searches.items():
                         started = time.perf_counter()
                         hits = search(query["text"])

@@ -30,7 +30,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,7 @@ from _corpus import CorpusSpec, cached_corpus, default_cache_root, ledger_rels, 
 from _postgres import bundled_bin, server
 from _scale_queries import make_queries
 from memdir import MemoryIndex, Workspace
-from retrieval import ranked_docs, score_query, write_corpus
+from retrieval import load_memret, ranked_docs, score_query, sessions_of, write_corpus
 
 SETS = (
     ("LoCoMo (4 answerable categories)", "locomo/memret.json"),
@@ -69,11 +68,11 @@ def _ranked(hits: list[Any], where: dict[tuple[str, int], str]) -> list[str]:
 
 def retrieval(path: Path, url: str) -> dict[str, Any]:
     """R@5 and MRR of both stores on one memret/1 file (LoCoMo: answerable categories)."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    by_corpus: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for query in data["queries"]:
-        if query.get("relevant") and query.get("category") != "adversarial":
-            by_corpus[query["corpus"]].append(query)
+    data, _, all_by_corpus = load_memret(path)
+    by_corpus = {
+        corpus: [q for q in queries if q.get("relevant") and q.get("category") != "adversarial"]
+        for corpus, queries in all_by_corpus.items()
+    }
     scores: dict[str, list[dict[str, float]]] = {"sqlite": [], "postgresql": []}
     ms: dict[str, list[float]] = {"sqlite": [], "postgresql": []}
     same = total = 0
@@ -82,7 +81,7 @@ def retrieval(path: Path, url: str) -> dict[str, Any]:
         for number, corpus in enumerate(data["corpora"]):
             root = Path(tmp) / f"c{number}"
             where = write_corpus(root, corpus["docs"])
-            session_of = {d["id"]: f"{d['date']}/{d.get('session')}" for d in corpus["docs"]}
+            session_of = sessions_of(corpus["docs"])
             pg = Workspace(f"{url}?schema={schema}", tz="UTC", namespace=f"c{number}")
             _copy_into(pg, root)
             with (

@@ -81,6 +81,26 @@ def write_corpus(root: Path, docs: list[dict[str, Any]]) -> dict[tuple[str, int]
     return where
 
 
+def load_memret(
+    path: Path, *, limit_corpora: int | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """A memret/1 file: its data, its corpora (the first ``limit_corpora``), and its queries
+    by corpus id."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("format") != "memret/1":
+        raise SystemExit(f"{path}: not a memret/1 file")
+    corpora = data["corpora"][:limit_corpora] if limit_corpora else data["corpora"]
+    by_corpus: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for query in data["queries"]:
+        by_corpus[query["corpus"]].append(query)
+    return data, corpora, by_corpus
+
+
+def sessions_of(docs: list[dict[str, Any]]) -> dict[str, str]:
+    """Doc id -> its session (day and session name), for ``SessR@k``."""
+    return {d["id"]: f"{d['date']}/{d.get('session')}" for d in docs}
+
+
 def ranked_docs(hits: list[Any], where: dict[tuple[str, int], str]) -> list[str]:
     """The docs the hits cover, in hit order, each once (``where``: (path, line) -> doc)."""
     ranked: list[str] = []
@@ -135,13 +155,7 @@ def run(
     embedder: Embedder | None = None,
 ) -> dict[str, Any]:
     """Run the protocol on one memret/1 file; returns per-query rows and summaries."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("format") != "memret/1":
-        raise SystemExit(f"{path}: not a memret/1 file")
-    corpora = data["corpora"][:limit_corpora] if limit_corpora else data["corpora"]
-    queries_by_corpus: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for query in data["queries"]:
-        queries_by_corpus[query["corpus"]].append(query)
+    data, corpora, queries_by_corpus = load_memret(path, limit_corpora=limit_corpora)
     rows: list[dict[str, Any]] = []
     skipped = 0
     build_s = embed_s = 0.0
@@ -149,7 +163,7 @@ def run(
         for number, corpus in enumerate(corpora):
             root = Path(tmp) / f"c{number}"
             where = write_corpus(root, corpus["docs"])
-            session_of = {d["id"]: f"{d['date']}/{d.get('session')}" for d in corpus["docs"]}
+            session_of = sessions_of(corpus["docs"])
             ws = Workspace(root, tz="UTC")
             with MemoryIndex(ws, embedder=embedder or False) as index:
                 started = time.perf_counter()

@@ -8,7 +8,7 @@ import pytest
 
 from memdir.index import MemoryIndex
 from memdir.index._clauses import fuse_rankings, question_clauses, rank_fusion
-from memdir.index._query import analyze_query
+from memdir.index._query import MAX_QUERY_CHARS, analyze_query
 from memdir.index._types import SearchHit
 from memdir.testing import ConceptEmbedder
 from memdir.workspace import Workspace
@@ -18,7 +18,7 @@ EVENT = "模型艺术盛宴"
 
 
 def _clauses(query: str) -> list[str]:
-    return question_clauses(query, analyze_query(query))
+    return [question.text for question in question_clauses(query, analyze_query(query))]
 
 
 def test_a_compound_question_is_cut_into_its_questions() -> None:
@@ -49,6 +49,18 @@ def test_a_compound_question_is_cut_into_its_questions() -> None:
 )
 def test_other_queries_are_one_question(query: str) -> None:
     assert _clauses(query) == []
+
+
+def test_a_huge_query_is_read_as_far_as_its_analysis(ws: Workspace) -> None:
+    # only the analysed head counts: questions past it are not split out
+    assert _clauses("x" * MAX_QUERY_CHARS + "? cat? dog?") == []
+    # thousands of questions are a list, searched whole, whatever their number
+    huge = "cat? dog? " * 200_000
+    assert _clauses(huge) == []
+    ws.write_text(LEDGER, "- the cat sat\n- the dog ran\n")
+    with MemoryIndex(ws, embedder=False) as index:
+        index.refresh()
+        assert {hit.content for hit in index.search(huge, 10)} == {"- the cat sat", "- the dog ran"}
 
 
 def _event_ledger(ws: Workspace) -> None:

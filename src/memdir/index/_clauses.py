@@ -16,13 +16,26 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Sequence
 from dataclasses import replace
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
-from memdir.index._query import Term, analyze_query, content_words, is_conversation
+from memdir.index._query import (
+    MAX_QUERY_CHARS,
+    Term,
+    analyze_query,
+    content_words,
+    is_conversation,
+)
 from memdir.index._types import SearchHit
 from memdir.store.ledger import normalize_bullet
 
-__all__ = ["CLAUSE_RRF_K", "MAX_CLAUSES", "fuse_rankings", "question_clauses", "rank_fusion"]
+__all__ = [
+    "CLAUSE_RRF_K",
+    "MAX_CLAUSES",
+    "Question",
+    "fuse_rankings",
+    "question_clauses",
+    "rank_fusion",
+]
 
 MAX_CLAUSES = 4
 """More questions than this in one query is a list, searched whole."""
@@ -35,16 +48,34 @@ _K = TypeVar("_K", bound=Hashable)
 _QUESTION_END = re.compile(r"[?？]+")
 
 
-def question_clauses(query: str, terms: Sequence[Term]) -> list[str]:
+class Question(NamedTuple):
+    """One question of a compound question, and :func:`analyze_query` of it."""
+
+    text: str
+    terms: list[Term]
+
+
+def question_clauses(query: str, terms: Sequence[Term]) -> list[Question]:
     """The questions of a compound question (``terms``: :func:`analyze_query` of ``query``),
-    or ``[]`` when ``query`` asks one thing, is a conversation, or lists too many."""
-    if not _QUESTION_END.search(query) or is_conversation(terms):
+    or ``[]`` when ``query`` asks one thing, is a conversation, or lists too many.
+
+    Only the first :data:`MAX_QUERY_CHARS` characters are read, as :func:`analyze_query`
+    reads them, so a huge query costs no more than a long one.
+    """
+    head = query[:MAX_QUERY_CHARS]
+    if not _QUESTION_END.search(head) or is_conversation(terms):
         return []
-    parts = [part.strip() for part in _QUESTION_END.split(query)]
+    parts = [part.strip() for part in _QUESTION_END.split(head)]
     if sum(1 for part in parts if part) < 2:
         return []
-    clauses = [part for part in parts if part and content_words(analyze_query(part))]
-    return clauses if 2 <= len(clauses) <= MAX_CLAUSES else []
+    questions: list[Question] = []
+    for part in parts:
+        found = analyze_query(part) if part else []
+        if content_words(found):
+            if len(questions) == MAX_CLAUSES:
+                return []  # a list, searched whole
+            questions.append(Question(part, found))
+    return questions if len(questions) >= 2 else []
 
 
 def rank_fusion(rankings: Sequence[Sequence[_K]]) -> list[tuple[_K, float]]:

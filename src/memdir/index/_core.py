@@ -316,15 +316,19 @@ class MemoryIndex:
         if not query.strip():
             return []
         terms = analyze_query(query)
-        dense, vectors = self._query_side(query, terms)
+        questions = question_clauses(query, terms)
+        dense, vectors = self._query_side([query, *(q.text for q in questions)], terms)
         today = self.workspace.today()
+
+        def lexical(engine: Engine, depth: int) -> list[SearchHit]:
+            return run_search(engine, query, depth, today=today, terms=terms, questions=questions)
 
         def go(engine: Engine) -> list[SearchHit]:
             with engine.snapshot():
                 if dense is None or not vectors:
-                    return run_search(engine, query, limit, today=today, terms=terms)
+                    return lexical(engine, limit)
                 depth = max(limit, FUSION_DEPTH)
-                lexical = run_search(engine, query, depth, today=today, terms=terms)
+                words = lexical(engine, depth)
                 try:
                     found = [nearest(dense, engine, vector, depth) for vector in vectors]
                 except IndexError_ as exc:  # vectors.db cannot be read or replaced
@@ -334,15 +338,18 @@ class MemoryIndex:
                     found = [rank_fusion([[rowid for rowid, _ in near] for near in found])]
                 near = found[0][:depth] if found else []
                 if not near:
-                    return lexical[:limit]
-                return fuse(engine, lexical, near, limit, weight=dense_weight(terms))
+                    return words[:limit]
+                return fuse(engine, words, near, limit, weight=dense_weight(terms))
 
         return self._run(go, writes=False)
 
-    def _query_side(self, query: str, terms: Sequence[Term]) -> tuple[DenseIndex | None, list[Any]]:
-        """The vector side of a search for ``query`` (analysed into ``terms``) and the
-        vectors to search for: the query's, then each question's of a compound question
-        (:mod:`memdir.index._clauses`); none for lexical only."""
+    def _query_side(
+        self, texts: Sequence[str], terms: Sequence[Term]
+    ) -> tuple[DenseIndex | None, list[Any]]:
+        """The vector side of a search and the vectors to search for, one per text of
+        ``texts`` (the query, then each question of a compound question:
+        :mod:`memdir.index._clauses`; ``terms``: the query analysed); none for lexical
+        only."""
         with self._lock:
             dense = self._dense_index()
         if dense is None or not terms:
@@ -350,7 +357,6 @@ class MemoryIndex:
         try:
             if self._vectors.generation() == 0:
                 return None, []
-            texts = [query, *question_clauses(query, terms)]
             return dense, [query_vector(dense, text) for text in texts]
         except ModelError as exc:  # an embedding service is down: still answer
             logger.warning("memdir search is lexical only for this query: %s", exc)

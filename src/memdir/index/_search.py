@@ -26,7 +26,7 @@ from collections.abc import Collection, Container, Iterable, Sequence
 from datetime import date
 
 from memdir.index import _rank
-from memdir.index._clauses import fuse_rankings, question_clauses
+from memdir.index._clauses import Question, fuse_rankings, question_clauses
 from memdir.index._dates import DateCue, date_cue
 from memdir.index._engine import Engine, FileInfo, StoredRow
 from memdir.index._feedback import with_feedback
@@ -337,21 +337,23 @@ def run_search(
     *,
     today: date | None = None,
     terms: Sequence[Term] | None = None,
+    questions: Sequence[Question] | None = None,
 ) -> list[SearchHit]:
     """Search ``engine`` for ``query``; at most ``limit`` hits, best first.
 
     ``today`` is the day the query's ``today`` and ``yesterday`` mean (the local date if not
-    given); ``terms`` is :func:`analyze_query` of ``query`` when the caller has it already.
-    A compound question is searched whole and question by question, the rankings fused
-    (:mod:`memdir.index._clauses`).
+    given); ``terms`` is :func:`analyze_query` of ``query`` and ``questions`` its
+    :func:`question_clauses` when the caller has them already. A compound question is
+    searched whole and question by question, the rankings fused (:mod:`memdir.index._clauses`).
     """
     if terms is None:
         terms = analyze_query(query)
-    clauses = question_clauses(query, terms)
-    if not clauses:
+    if questions is None:
+        questions = question_clauses(query, terms)
+    if not questions:
         return _search(engine, query, limit, today, terms)
     rankings = [_search(engine, query, limit, today, terms)]
-    rankings += [_search(engine, clause, limit, today, analyze_query(clause)) for clause in clauses]
+    rankings += [_search(engine, q.text, limit, today, q.terms) for q in questions]
     return fuse_rankings(rankings, limit)
 
 
