@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
+import uuid
 from typing import Any
 
 from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
@@ -34,16 +35,20 @@ def stock(item: str) -> str:
 
 
 def clerk() -> Any:
-    calls = iter(range(1_000))
+    """A model that checks the stock of the item each request names, then answers."""
 
     def respond(call: Any) -> list[Any]:
         last = call.input[-1]
         if last.get("type") == "function_call_output":
-            return [assistant_message(f"Checked: {last['output']}.", item_id=f"m{last['call_id']}")]
-        n = next(calls)
-        return [function_call("stock", {"item": f"item-{n}"}, call_id=f"c{n}")]
+            return [assistant_message(f"Checked: {last['output']}.", item_id=f"msg_{_hex()}")]
+        item = last["content"].split()[1].rstrip(".")
+        return [function_call("stock", {"item": item}, call_id=f"call_{_hex()}")]
 
     return respond
+
+
+def _hex() -> str:
+    return uuid.uuid4().hex[:24]  # ids as hosted models send them: unique per call
 
 
 async def main(root: str) -> None:
@@ -51,7 +56,8 @@ async def main(root: str) -> None:
     session = MemdirSession(
         "shop", ws, compaction=CompactionConfig(trigger_messages=30, keep_messages=10)
     )
-    model = ScriptedModel([ModelStep(responder=clerk()) for _ in range(72)])
+    respond = clerk()
+    model = ScriptedModel([ModelStep(responder=respond) for _ in range(72)])
     agent = Agent(name="clerk", model=model, tools=[stock, *memdir_function_tools(ws)])
     config = RunConfig(call_model_input_filter=memdir_input_filter(session=session))
     for turn in range(36):
@@ -70,7 +76,9 @@ async def main(root: str) -> None:
         last = call.input[-1]
         if last.get("type") == "function_call_output":
             return [assistant_message(last["output"])]
-        return [function_call("memory_search", {"query": "supplier item-3"}, call_id="s1")]
+        return [
+            function_call("memory_search", {"query": "supplier item-3"}, call_id=f"call_{_hex()}")
+        ]
 
     later = ScriptedModel([ModelStep(responder=recall) for _ in range(2)])
     agent2 = Agent(name="clerk", model=later, tools=memdir_function_tools(ws))

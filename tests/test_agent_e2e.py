@@ -23,6 +23,7 @@ from memdir.agent import (
     PostCallEvent,
     SessionBusyError,
 )
+from memdir.agent._state import repair_dangling
 from memdir.compaction import CompactionConfig
 from memdir.errors import ConfigError, ContextOverflowError
 from memdir.memory import MaintenanceConfig
@@ -143,6 +144,40 @@ async def test_crossing_the_threshold_compacts_after_flush_and_offload(ws: Works
     logged = SessionLog(ws, "default").messages()
     assert any(m.text == "My favourite colour is teal." for m in logged)
     assert ws.read_text(ws.ledger_rel()).count("teal") == 1  # flushed exactly once
+    await agent.close()
+
+
+async def test_a_model_that_reuses_its_call_ids_still_gets_compacted(ws: Workspace) -> None:
+    # llama.cpp-style servers and scripted models number calls per answer: "c0" every turn.
+    summaries = 0
+
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}{DETAILS}"
+
+    def model_fn(call: ModelCall) -> Msg | str:
+        nonlocal summaries
+        if call.task == "summarize":
+            summaries += 1
+            return SUMMARY
+        if call.messages[-1].role == "user":
+            return _call("c0", "lookup", key="k0")
+        return "done"
+
+    agent = _agent(
+        ws,
+        FunctionModel(model_fn),
+        tools=[lookup],
+        compaction=CompactionConfig(trigger_messages=8, keep_messages=4),
+    )
+    for turn in range(15):
+        assert (await agent.call(f"look up key {turn}")).text == "done"
+    history = agent.history()
+    assert len(history) <= 8  # bounded, as with unique ids; it grew to 60 of 60
+    assert history[0].name == SUMMARY_NAME
+    assert summaries < 15  # a summary only when something was cut
+    logged = SessionLog(ws, "default").messages()
+    assert sum(m.text == "look up key 0" for m in logged) == 1  # offloaded once
     await agent.close()
 
 
@@ -438,6 +473,23 @@ async def test_a_killed_process_resumes_its_session(ws: Workspace) -> None:
     reply = await agent.call()  # resume the interrupted call
     assert reply.text.startswith("The deploy was interrupted")
     assert model.calls[0].messages[-1].tool_results[0].is_error
+
+
+def test_an_interrupted_call_with_a_reused_id_gets_one_result() -> None:
+    # an answered "c0" earlier, an interrupted "c0" last: only the last one is answered again
+    history = [
+        Msg.user("check the disk"),
+        _call("c0", "bash", cmd="df -h"),
+        Msg.tool_result("c0", "/ 40% used", name="bash"),
+        Msg.assistant("The disk is 40% used."),
+        Msg.user("now deploy"),
+        _call("c0", "deploy"),
+    ]
+    repaired = repair_dangling(history)
+    assert repaired[:6] == history
+    assert [r.tool_use_id for r in repaired[6].tool_results] == ["c0"]
+    assert repaired[6].tool_results[0].text == INTERRUPTED_RESULT
+    assert len(repaired) == 7
 
 
 # -- locking ------------------------------------------------------------------------------

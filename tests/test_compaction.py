@@ -207,6 +207,41 @@ async def test_cut_never_separates_parallel_calls_from_their_results(ws: Workspa
     assert find_orphans(res.messages) == ([], [])
 
 
+async def test_reused_call_ids_do_not_tie_the_conversation_together(ws: Workspace) -> None:
+    # Models that number their calls per answer reuse "call_0" every turn: each result answers
+    # the nearest earlier call of its id, so the conversation can still be cut.
+    msgs = [Msg.user("refactor the payment module")]
+    for i in range(12):
+        msgs.append(Msg.assistant(tool_calls=[call("call_0", path=f"src/m{i}.py")]))
+        msgs.append(result("call_0", f"module {i}"))
+    msgs.append(Msg.assistant("all twelve modules read"))
+    comp = ConversationCompactor(Rounds().model, ws, cfg(keep_messages=4))
+    res = await comp.compact_if_needed(msgs, session_id="s1")
+    # keep 4 would cut between a call and its result: the cut moves one message earlier
+    assert res is not None and res.cut_index == len(msgs) - 5
+    assert res.messages[2:] == msgs[-5:]  # summary, pinned request, then the tail
+    assert find_orphans(res.messages) == ([], [])
+    assert logged_ids(ws) == [m.id for m in msgs[:-5]]
+
+
+async def test_a_reused_id_pairs_with_the_nearest_unanswered_call(ws: Workspace) -> None:
+    # the first "c0" was interrupted (never answered); the later result answers the later call,
+    # so a cut between the two turns is safe and the old call gets an error result in the tail
+    msgs = [
+        *chat(6),
+        Msg.assistant(tool_calls=[call("c0", "bash", cmd="pytest")]),
+        Msg.user("never mind, read the config"),
+        Msg.assistant(tool_calls=[call("c0", path="config.toml")]),
+        result("c0", "[db]"),
+        Msg.assistant("the config has a db section"),
+    ]
+    comp = ConversationCompactor(Rounds().model, ws, cfg(keep_messages=4))
+    res = await comp.compact_if_needed(msgs, session_id="s1")
+    assert res is not None and res.cut_index == 7
+    assert res.messages[-4:] == msgs[7:]
+    assert find_orphans(res.messages) == ([], [])
+
+
 async def test_latest_user_request_survives_a_long_tool_loop(ws: Workspace) -> None:
     request = Msg.user("Please rename FooService to BarService in every module")
     msgs = [*chat(4), request]

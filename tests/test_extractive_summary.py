@@ -412,3 +412,17 @@ def test_folding_is_stable_and_bounded(first: list[Msg], second: list[Msg]) -> N
     again = summarize([folded(text), *second])
     assert summarize([folded(again)]) == again
     assert len(again) < 12_000
+
+
+def test_results_of_reused_call_ids_are_named_after_their_own_call() -> None:
+    # models that number calls per answer send "call_0" every turn
+    session = [
+        Msg.user("The build is red, please find out why."),
+        Msg.assistant(tool_calls=[call("call_0", "run_command", command="make lint")]),
+        Msg.tool_result("call_0", "E501 line too long", name="run_command", is_error=True),
+        Msg.assistant(tool_calls=[call("call_0", "run_command", command="make test")]),
+        Msg.tool_result("call_0", "3 failed, 120 passed", name="run_command"),
+    ]
+    summary = section(summarize(session), "SUMMARY")
+    assert "- Error (run_command `make lint`): E501 line too long" in summary
+    assert "- Result (run_command `make test`): 3 failed, 120 passed" in summary

@@ -30,6 +30,7 @@ from memdir.messages import (
     from_openai,
     msgs_from_json,
     msgs_to_json,
+    pair_tool_results,
     repair_tool_pairing,
     to_anthropic,
     to_openai,
@@ -170,6 +171,25 @@ def test_dangling_tool_calls_are_representable_and_found() -> None:
     ]
     assert dangling_tool_calls(msgs) == [b]
     assert msgs_from_json(msgs_to_json(msgs)) == msgs
+
+
+def test_a_reused_call_id_is_answered_per_turn() -> None:
+    # "call_0" every turn: the first call was interrupted, the second answered
+    first = ToolUseBlock(id="call_0", name="bash", input={"cmd": "pytest"})
+    second = ToolUseBlock(id="call_0", name="read_file", input={"path": "a.py"})
+    third = ToolUseBlock(id="call_0", name="read_file", input={"path": "b.py"})
+    msgs = [
+        Msg.user("go"),
+        Msg.assistant(tool_calls=[first]),
+        Msg.user("stop that, read a.py"),
+        Msg.assistant(tool_calls=[second]),
+        Msg.tool_result("call_0", "a body"),
+        Msg.assistant(tool_calls=[third]),
+    ]
+    assert dangling_tool_calls(msgs) == [first, third]
+    pairs = pair_tool_results(msgs)
+    assert pairs.origin == {(4, 0): 3}
+    assert pairs.unanswered == [(1, first), (5, third)]
 
 
 # -- validation ------------------------------------------------------------------------------

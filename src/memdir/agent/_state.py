@@ -20,7 +20,7 @@ from memdir.messages import (
     Msg,
     ToolResultBlock,
     ToolUseBlock,
-    dangling_tool_calls,
+    pair_tool_results,
 )
 from memdir.sessions import validate_session_id
 from memdir.store.workspace import SESSIONS_DIR, Workspace
@@ -155,18 +155,21 @@ def repair_dangling(msgs: list[Msg]) -> list[Msg]:
     The results go right after the tool messages that did arrive for the same assistant
     message, so calls and results stay paired.
     """
-    missing = {call.id for call in dangling_tool_calls(msgs)}
-    if not missing:
+    unanswered = pair_tool_results(msgs).unanswered
+    if not unanswered:
         return msgs
+    missing: dict[int, list[ToolUseBlock]] = {}
+    for i, call in unanswered:
+        missing.setdefault(i, []).append(call)
     out: list[Msg] = []
     pending: list[ToolUseBlock] = []
-    for msg in msgs:
+    for i, msg in enumerate(msgs):
         if pending and msg.role != "tool":
             out.append(_interrupted(pending))
             pending = []
         out.append(msg)
         if msg.role == "assistant":
-            pending = [call for call in msg.tool_uses if call.id in missing]
+            pending = missing.get(i, [])
     if pending:
         out.append(_interrupted(pending))
     return out

@@ -12,24 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from memdir.messages import SUMMARY_NAME, Msg
+from memdir.messages import SUMMARY_NAME, Msg, pair_tool_results
 
 __all__ = ["find_orphans", "latest_user_index", "safe_cut", "tail_start"]
 
 
 def _reach(msgs: Sequence[Msg]) -> list[int]:
-    """For each index, the furthest index answering one of its calls (itself if none)."""
-    call_at: dict[str, int] = {}
+    """For each index, the furthest index answering one of its calls (itself if none).
+
+    Pairing follows :func:`~memdir.messages.pair_tool_results`: with ids reused across turns,
+    pairing a result with the *first* call of its id would tie the whole conversation
+    together, so that no cut is ever safe.
+    """
     reach = list(range(len(msgs)))
-    for i, msg in enumerate(msgs):
-        if msg.role == "assistant":
-            for call in msg.tool_uses:
-                call_at.setdefault(call.id, i)
-        elif msg.role == "tool":
-            for result in msg.tool_results:
-                origin = call_at.get(result.tool_use_id)
-                if origin is not None and reach[origin] < i:
-                    reach[origin] = i
+    for (i, _), origin in pair_tool_results(msgs).origin.items():
+        if reach[origin] < i:
+            reach[origin] = i
     return reach
 
 

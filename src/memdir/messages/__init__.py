@@ -40,6 +40,7 @@ from memdir.messages._msg import (
     block_to_dict,
 )
 from memdir.messages._openai_format import RAW_ARGUMENTS_KEY, from_openai, to_openai
+from memdir.messages._pairs import ToolPairs, pair_tool_results
 
 __all__ = [
     "MISSING_RESULT_TEXT",
@@ -53,6 +54,7 @@ __all__ = [
     "Role",
     "TextBlock",
     "ThinkingBlock",
+    "ToolPairs",
     "ToolResultBlock",
     "ToolUseBlock",
     "UnknownRoleError",
@@ -63,6 +65,7 @@ __all__ = [
     "from_openai",
     "msgs_from_json",
     "msgs_to_json",
+    "pair_tool_results",
     "repair_tool_pairing",
     "to_anthropic",
     "to_openai",
@@ -101,10 +104,13 @@ def msgs_from_json(text: str | bytes) -> list[Msg]:
 
 
 def dangling_tool_calls(msgs: Sequence[Msg]) -> list[ToolUseBlock]:
-    """Tool calls that no later ``tool`` message answers, in conversation order."""
+    """Tool calls that no later ``tool`` message answers, in conversation order.
+
+    A result answers the nearest earlier unanswered call of its id (ids may repeat across
+    turns: see :func:`pair_tool_results`).
+    """
     msgs = as_list(msgs, "dangling_tool_calls", of_msgs=True)
-    answered = {r.tool_use_id for m in msgs for r in m.tool_results}
-    return [c for m in msgs for c in m.tool_uses if c.id not in answered]
+    return [call for _, call in pair_tool_results(msgs).unanswered]
 
 
 def repair_tool_pairing(msgs: Sequence[Msg]) -> list[Msg]:

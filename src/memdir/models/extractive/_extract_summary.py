@@ -120,9 +120,11 @@ def summarize(msgs: Sequence[Msg], *, max_chars: int | None = None) -> str:
         if _is_summary(msg):
             old_steps.extend(draft.carry(parse_summary(msg.text)))
 
-    calls: dict[str, ToolUseBlock] = {c.id: c for m in conv for c in m.tool_uses}
+    # The nearest earlier call of each id: models that number calls per answer reuse ids.
+    calls: dict[str, ToolUseBlock] = {}
     gists = [request_gist(m.text) if m.role == "user" else "" for m in conv]
     for msg, gist in zip(conv, gists, strict=True):
+        calls.update((c.id, c) for c in msg.tool_uses)
         _read_message(msg, calls, draft.notes, draft.artifacts, draft.tools)
         if gist and (not draft.intents or direction_change(gist, draft.intents)):
             draft.intents.append(gist)
