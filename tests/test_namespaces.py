@@ -265,6 +265,36 @@ def test_cli_namespace_option_and_environment(root: Path, monkeypatch: pytest.Mo
     assert json.loads(listed.output) == sorted(USERS)
 
 
+@pytest.mark.parametrize("store", ["files", "postgres"])
+def test_an_empty_namespace_is_refused_never_the_root(
+    store: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an application that fills MEMDIR_NAMESPACE from an empty user id must not write into the
+    # shared root memory
+    base = str(request.getfixturevalue("root" if store == "files" else "pg_root"))
+    before = Workspace(base).read_text(Workspace(base).ledger_rel(), missing_ok=True)
+    runner = CliRunner()
+    by_option = runner.invoke(cli, ["-w", base, "--namespace", "", "add", "planted fact"])
+    monkeypatch.setenv("MEMDIR_NAMESPACE", "")
+    by_env = runner.invoke(cli, ["-w", base, "add", "planted fact"])
+    for result in (by_option, by_env):
+        assert result.exit_code == 2, result.output
+        assert "a namespace must not be empty" in result.output
+    assert Workspace(base).read_text(Workspace(base).ledger_rel(), missing_ok=True) == before
+    with pytest.raises(ConfigError, match="a namespace must not be empty"):
+        Workspace(base, namespace="")
+
+
+def test_an_empty_user_id_is_refused_never_the_root() -> None:
+    for blank in ("", "   "):
+        with pytest.raises(ConfigError, match="user_id is empty"):
+            namespace_for(user_id=blank)
+        with pytest.raises(ConfigError, match="session_id is empty"):
+            namespace_for(session_id=blank)
+        with pytest.raises(ConfigError, match="agent_id is empty"):
+            namespace_for("agent", agent_id=blank)
+
+
 def test_maintain_all_namespaces_runs_each_one(root: Path) -> None:
     result = CliRunner().invoke(cli, ["-w", str(root), "maintain", "--all-namespaces", "--json"])
     assert result.exit_code == 0, result.output

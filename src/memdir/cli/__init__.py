@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 error (one line on stderr; ``-v`` shows the traceback),
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 from typing import Any
@@ -14,7 +15,8 @@ import click
 
 from memdir import __version__
 from memdir.cli._common import EXIT_HELP, CliState
-from memdir.errors import MemdirError
+from memdir.errors import ConfigError, MemdirError
+from memdir.store.namespaces import validate_namespace
 
 
 class _Group(click.Group):
@@ -68,7 +70,16 @@ def cli(ctx: click.Context, workspace: str | None, namespace: str | None, verbos
     """Durable, file-based memory for LLM agents."""
     state = ctx.ensure_object(CliState)
     state.workspace_arg = workspace
-    state.namespace = namespace or None
+    if namespace is None and os.environ.get("MEMDIR_NAMESPACE") == "":
+        namespace = ""  # click reads an empty variable as unset; it is a mistake, not the root
+    if namespace is not None:
+        try:
+            validate_namespace(namespace)
+        except ConfigError as exc:
+            raise click.BadParameter(
+                str(exc), param_hint="'--namespace' / $MEMDIR_NAMESPACE"
+            ) from None
+    state.namespace = namespace
     state.verbose = verbose
     if verbose:
         import logging

@@ -47,7 +47,7 @@ def validate_namespace(name: object) -> str:
     if not isinstance(name, str):
         raise ConfigError(f"a namespace must be a string, not {type(name).__name__}")
     if not name:
-        raise ConfigError("a namespace must not be empty (use None for the workspace root)")
+        raise ConfigError("a namespace must not be empty (give none at all for the workspace root)")
     if len(name) > MAX_NAMESPACE_CHARS:
         raise ConfigError(
             f"a namespace is at most {MAX_NAMESPACE_CHARS} characters, not {len(name):,}"
@@ -96,9 +96,13 @@ def namespace_for(
     itself starts with ``id-``) becomes ``id-`` and 32 hex digits of its BLAKE2b hash: stable,
     distinct for distinct ids, and never the name of an id passed through as it is.
 
+    An id that is given must not be empty or blank: an application that fills ``user_id``
+    from a missing user would otherwise put every such user into one shared memory.
+
     Raises:
-        ConfigError: an unknown scope, an id that is not a string, or the scope's id missing
-            (``SESSION`` without ``session_id``, ``AGENT`` without ``agent_id``).
+        ConfigError: an unknown scope, an id that is not a string, an empty or blank id, or
+            the scope's id missing (``SESSION`` without ``session_id``, ``AGENT`` without
+            ``agent_id``).
     """
     try:
         chosen = scope if isinstance(scope, IsolationScope) else IsolationScope(scope)
@@ -106,17 +110,24 @@ def namespace_for(
         known = ", ".join(s.value for s in IsolationScope)
         raise ConfigError(f"unknown isolation scope {scope!r}: use one of {known}") from None
     for label, value in (("user_id", user_id), ("session_id", session_id), ("agent_id", agent_id)):
-        if value is not None and not isinstance(value, str):
+        if value is None:
+            continue
+        if not isinstance(value, str):
             raise ConfigError(f"{label} must be a string, not {type(value).__name__}")
+        if not value.strip():
+            raise ConfigError(
+                f"{label} is empty: pass a real id, or None for the default "
+                "(an empty id must not map every caller to one shared memory)"
+            )
     if chosen is IsolationScope.GLOBAL:
         return None
     if chosen is IsolationScope.AGENT:
         return _name_of("agent_id", agent_id)
     if chosen is IsolationScope.SESSION:
         return _name_of("session_id", session_id)
-    if user_id:
+    if user_id is not None:
         return _name_of("user_id", user_id)
-    if session_id:
+    if session_id is not None:
         return _name_of("session_id", session_id)
     return None
 
