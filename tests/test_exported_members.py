@@ -7,8 +7,13 @@ commit (cf. encode/httpx ``tests/test_exported_members.py``).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import re
+import sys
+from pathlib import Path
+
+import pytest
 
 import memdir
 
@@ -118,3 +123,46 @@ def test_public_objects_live_in_memdir() -> None:
 
 def test_the_public_surface_is_locked() -> None:
     assert memdir.__all__ == EXPECTED
+
+
+# -- public modules ----------------------------------------------------------------------------
+
+_DESIGN = Path(__file__).resolve().parents[1] / "docs" / "design.md"
+_SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def _documented() -> tuple[list[str], dict[str, str]]:
+    """The public modules and the deprecated paths (old -> new) that docs/design.md lists."""
+    text = _DESIGN.read_text("utf-8")
+    public_part, _, deprecated_part = text.partition("Deprecated paths")
+    public = re.findall(r"^\| `(memdir[\w.]*)` \|", public_part.split("## Public modules")[1], re.M)
+    deprecated = dict(
+        re.findall(r"^\| `(memdir[\w.]*)` \| `(memdir[\w.]*)` \|", deprecated_part, re.M)
+    )
+    return public, deprecated
+
+
+def test_every_public_module_is_documented_and_imports() -> None:
+    public, deprecated = _documented()
+    found = set()
+    for path in (_SRC / "memdir").rglob("*.py"):
+        parts = path.relative_to(_SRC).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if not any(p.startswith("_") for p in parts):
+            found.add(".".join(parts))
+    assert sorted(found - set(deprecated)) == sorted(public)
+    for name in public:
+        importlib.import_module(name)
+
+
+def test_a_moved_module_still_imports_with_a_warning() -> None:
+    _, deprecated = _documented()
+    assert deprecated  # memdir.ledger moved to memdir.store.ledger
+    for old, new in deprecated.items():
+        sys.modules.pop(old, None)
+        with pytest.warns(DeprecationWarning, match=re.escape(new)):
+            moved = importlib.import_module(old)
+        target = importlib.import_module(new)
+        for name in target.__all__:
+            assert getattr(moved, name) is getattr(target, name)
