@@ -74,6 +74,16 @@ class SizeLimitedServer:
         return httpx.Response(200, json=_completion(f"answer {self.answered}: " + "fine. " * 40))
 
 
+class ShortAnswers(SizeLimitedServer):
+    """A :class:`SizeLimitedServer` whose answers are one word."""
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        response = super().__call__(request)
+        if response.status_code == 200 and "answer " in response.text:
+            return httpx.Response(200, json=_completion("ok"))
+        return response
+
+
 def _agent(ws: Workspace, server: SizeLimitedServer, **kw: Any) -> HarnessAgent:
     client = httpx.AsyncClient(transport=httpx.MockTransport(server))
     model = OpenAIChatModel("local-model", base_url="http://127.0.0.1:8080/v1", client=client)
@@ -189,6 +199,48 @@ async def test_a_forced_compaction_that_would_grow_the_request_is_not_applied(
     compactor = ConversationCompactor(FunctionModel(model_fn), ws, CompactionConfig())
     result = await compactor.compact_if_needed(msgs, session_id="s1", force=True, keep_messages=0)
     assert result is None  # neither the summary nor the extractive one is smaller
+
+
+async def test_the_last_resort_keeps_a_pointer_when_no_summary_is_smaller(ws: Workspace) -> None:
+    def model_fn(call: ModelCall) -> str:
+        return SUMMARY + "\n" + "a long-winded summary line. " * 80
+
+    topics = ["the billing cluster", "the search index", "the nightly export", "the CDN cache"]
+    msgs: list[Msg] = []
+    for i, topic in enumerate(topics):
+        msgs.append(Msg.user(f"Switch to {topic}; never restart it in office hours (ops-{i})."))
+        msgs.append(Msg.assistant(f"We decided: {topic} stays, config in ops-{i}/app.yaml."))
+    msgs.append(Msg.user("And the last one?"))
+    compactor = ConversationCompactor(FunctionModel(model_fn), ws, CompactionConfig())
+    kw: dict[str, Any] = {"session_id": "s1", "force": True, "keep_messages": 1}
+    assert await compactor.compact_if_needed(msgs, **kw) is None  # no summary is smaller
+    result = await compactor.compact_if_needed(msgs, **kw, last_resort=True)
+    assert result is not None and result.stages == ("log_pointer",)
+    assert result.tokens_after < result.tokens_before
+    assert [m.text for m in result.messages[1:]] == ["And the last one?"]
+    assert "sessions/s1.log.jsonl, lines 1-8" in result.messages[0].text
+    assert SessionLog(ws, "s1").messages(1, 8) == msgs[:8]  # nothing lost
+
+
+async def test_a_history_too_short_to_summarise_still_recovers(ws: Workspace) -> None:
+    # 22 short messages (under 300 tokens before the kept tail) on a window that the tool
+    # schemas nearly fill: recovery keeps the latest request, the rest is summarised and logged
+    server = ShortAnswers(max_chars=100_000)
+    agent = _agent(ws, server, workspace_context=False)
+    events: list[ContextOverflowEvent] = []
+    agent.add_hook(events.append, events=(ContextOverflowEvent,))
+    for i in range(11):
+        await agent.call(f"q{i}")
+    assert len(agent.history()) == 22
+    server.max_chars = server.sizes[-1] - 50
+    reply = await agent.call("final question")
+    assert reply.text == "ok"
+    assert [(e.attempt, e.recovered) for e in events] == [(1, True)]
+    history = agent.history()
+    assert history[0].name == SUMMARY_NAME
+    assert [m.text for m in history[1:]] == ["final question", "ok"]
+    logged = [m.text for m in SessionLog(ws, "default").messages()]
+    assert all(f"q{i}" in logged for i in range(11))
 
 
 async def test_agent_compact_refuses_a_summary_bigger_than_the_messages(ws: Workspace) -> None:

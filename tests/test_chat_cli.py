@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from memdir.cli import _chat_cmd, cli
 from memdir.cli._chat_cmd import ChatRepl
-from memdir.errors import ModelError
+from memdir.errors import ContextOverflowError, ModelError
 from memdir.messages import SUMMARY_NAME, Msg, ToolUseBlock
 from memdir.models import ExtractiveModel
 from memdir.testing import FunctionModel, ModelCall
@@ -124,6 +124,15 @@ def test_compact_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert all(f"Step {i}:" in log for i in range(3))
 
 
+def test_compact_on_a_short_chat_says_nothing_to_compact_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, _, err, _ = _chat(tmp_path, monkeypatch, "Hello.\n/compact\n")
+    assert code == 0, err
+    (line,) = [line for line in err.splitlines()[1:] if line.strip()]  # one line, no warnings
+    assert line.startswith("nothing to compact (2 messages): the summary would not make")
+
+
 def test_a_model_error_does_not_end_the_chat(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -133,6 +142,21 @@ def test_a_model_error_does_not_end_the_chat(
     assert "Error: the provider answered 503" in err
     assert "send it again to retry" in err
     assert "ok (1 messages)" in out  # the failed message did not stay in the conversation
+
+
+def test_an_overflow_that_cannot_be_recovered_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Refusing(FakeAgentModel):
+        async def reply(self, call: ModelCall) -> Msg:
+            if call.task is None:  # every chat request is too long, whatever its size
+                raise ContextOverflowError("the input length exceeds the context length")
+            return await super().reply(call)
+
+    code, _, err, _ = _chat(tmp_path, monkeypatch, "Hello.\nHi.\nStill there?\n", Refusing())
+    assert code == 1
+    assert "the model refused the request as too long; could not recover: the request" in err
+    assert "use a model with a larger context window" in err
 
 
 def test_failed_attempts_leave_no_unanswered_messages(

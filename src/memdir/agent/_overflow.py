@@ -8,7 +8,10 @@ destructive first, until its estimated size is below a target:
 2. oversized messages shrunk: a tool result is evicted to a file, any other message is cut to
    its head and tail with a pointer to its full copy in the session log, written first; then
    the same with a lower bar;
-3. the injected memory context (``MEMORY.md``) halved, down to nothing.
+3. the injected memory context (``MEMORY.md``) halved, down to nothing;
+4. the last resort: only the latest request kept, with the memory context and a summary of
+   the rest, or, when not even a summary is smaller, a note pointing to the session log lines
+   that hold it (a history too short to be worth a summary on rung 1 gets one here).
 
 A rung is applied only when it makes the request smaller. The target comes from the error
 when the provider states its limit (and the refused size), else from the refused size itself;
@@ -74,6 +77,7 @@ class _Rung:
     keep_messages: int = 0
     keep_tokens: int = 0
     bar: int = 0  # "shrink": 1 = the usual bar for "oversized", 2 = a lower one
+    last_resort: bool = False  # "compact": however small the prefix, down to a log pointer
 
 
 def _ladder(config: CompactionConfig) -> list[_Rung]:
@@ -84,7 +88,8 @@ def _ladder(config: CompactionConfig) -> list[_Rung]:
         rungs.append(quarter)
     if rungs[-1] != _Rung("compact", 1, 0):
         rungs.append(_Rung("compact", 1, 0))
-    return [*rungs, _Rung("shrink", bar=1), _Rung("shrink", bar=2), _Rung("context")]
+    last = _Rung("compact", 1, 0, last_resort=True)
+    return [*rungs, _Rung("shrink", bar=1), _Rung("shrink", bar=2), _Rung("context"), last]
 
 
 class OverflowRecovery:
@@ -164,7 +169,7 @@ class OverflowRecovery:
             if rung.kind != "context":  # halving the memory can go on; the others are done
                 self._next += 1
         if not changed:
-            error.add_note(self._why_not(refused, tools, system))
+            error.add_note(self._why_not(refused, msgs, tools, system))
             return None
         logger.info(
             "session %s: request shrunk from ~%d to ~%d tokens after an overflow (target ~%d)",
@@ -211,13 +216,13 @@ class OverflowRecovery:
                 keep_tokens=rung.keep_tokens,
             )
             if plan.cut_index is None or plan.cut_index == self._last_cut:
-                return None  # nothing to summarise, or the same cut as the rung before
-            self._last_cut = plan.cut_index
+                return None  # nothing to summarise, or the same cut tried by the rung before
             prefix = sum(
                 self.counter.count_message(m) for m in msgs[: plan.cut_index] if m.role != "system"
             )
-            if prefix < _MIN_SUMMARY_GAIN:
+            if prefix < _MIN_SUMMARY_GAIN and not rung.last_resort:
                 return None  # a summary would not be smaller than what it replaces
+            self._last_cut = plan.cut_index
             result = await self.compactor.compact_if_needed(
                 msgs,
                 session_id=self.session_id,
@@ -226,6 +231,7 @@ class OverflowRecovery:
                 force=True,
                 keep_messages=rung.keep_messages,
                 keep_tokens=rung.keep_tokens,
+                last_resort=rung.last_resort,
             )
             return (list(result.messages), system) if result is not None else None
         if rung.kind == "shrink":
@@ -251,7 +257,13 @@ class OverflowRecovery:
             return None
         return msgs, system.replace(before, self.context.render(self.session_id))
 
-    def _why_not(self, refused: int, tools: Sequence[ToolSpec] | None, system: str | None) -> str:
+    def _why_not(
+        self,
+        refused: int,
+        msgs: Sequence[Msg],
+        tools: Sequence[ToolSpec] | None,
+        system: str | None,
+    ) -> str:
         fixed = self.counter.count_request([], system=system, tools=tools)
         if self.compactor is None:
             return (
@@ -259,11 +271,19 @@ class OverflowRecovery:
                 "compaction is off; pass compaction=CompactionConfig() to HarnessAgent to "
                 "compact and retry automatically"
             )
+        left = sum(m.role != "system" for m in msgs)
+        history = (
+            "the conversation is only the latest request, which is not oversized"
+            if left <= 1
+            else "compacting down to the latest request (the rest kept in the session log) "
+            "did not shrink it, no message is oversized"
+        )
         return (
-            f"memdir: the request (~{refused:,} tokens, ~{fixed:,} of them system prompt and "
-            "tool schemas) could not be made smaller: nothing is left to summarise, no "
-            "message is oversized and the memory context is already as small as it can be; "
-            "use a model with a larger context window, fewer tools or a shorter system prompt"
+            f"memdir: the request (~{refused:,} tokens: ~{fixed:,} system prompt and tool "
+            f"schemas, ~{max(0, refused - fixed):,} the conversation's {left} message(s)) "
+            f"could not be made smaller: {history}, and the memory context is as small as it "
+            "can be; use a model with a larger context window, fewer tools or a shorter "
+            "system prompt"
         )
 
 

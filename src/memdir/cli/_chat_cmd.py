@@ -92,6 +92,7 @@ class ChatRepl:
         self.loop = asyncio.new_event_loop()
         self.failed = False
         """Whether a turn failed (the model could not be called or answered with an error)."""
+        self._compact_refusal: list[str] | None = None  # reasons, while /compact runs
         if agent.compaction_hook is not None:
             agent.compaction_hook.compactor.add_listener(self._on_compaction)
 
@@ -217,8 +218,16 @@ class ChatRepl:
                 self.out.print(event.reply.text, markup=False, highlight=False)
             self._streamed_reply = None
         elif isinstance(event, ContextOverflowEvent):
-            what = "compacted, retrying" if event.recovered else "could not recover"
-            err.print(f"  the model refused the request as too long; {what}", style="yellow")
+            if event.recovered:
+                what = "made it smaller, retrying"
+            else:
+                notes = getattr(event.error, "__notes__", None) or ["no way to make it smaller"]
+                what = "could not recover: " + " ".join(notes).removeprefix("memdir: ")
+            err.print(
+                f"  the model refused the request as too long; {what}",
+                style="yellow",
+                markup=False,
+            )
         elif isinstance(event, HookErrorEvent):
             err.print(
                 f"  warning: {event.hook} failed: {event.error}", style="yellow", markup=False
@@ -239,6 +248,9 @@ class ChatRepl:
                 markup=False,
             )
         elif event.kind == "compaction.failed":
+            if self._compact_refusal is not None:  # /compact says it once, as its answer
+                self._compact_refusal.append(event.reason)
+                return
             self.err.print(f"  compaction did not run: {event.reason}", style="dim", markup=False)
 
     # -- memory writes --------------------------------------------------------------------
@@ -316,6 +328,7 @@ class ChatRepl:
         if len(fresh) <= 1:  # at most the latest request, which is always kept verbatim
             self.err.print(f"nothing to compact ({len(history)} messages)")
             return
+        self._compact_refusal = []
         try:
             result = self.loop.run_until_complete(
                 self.agent.compact(session_id=self.session_id, keep_messages=0)
@@ -323,8 +336,11 @@ class ChatRepl:
         except MemdirError as exc:
             self.err.print(f"Error: {exc}", markup=False)
             return
+        finally:
+            refusal, self._compact_refusal = self._compact_refusal, None
         if result is None:
-            self.err.print(f"nothing to compact ({len(history)} messages)")
+            why = f": {refusal[-1]}" if refusal else ""
+            self.err.print(f"nothing to compact ({len(history)} messages){why}", markup=False)
 
 
 def _lines(stream: Any) -> Iterator[str]:

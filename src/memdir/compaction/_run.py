@@ -22,6 +22,7 @@ from memdir.compaction._summarize import SummaryOutcome, input_budget, summarize
 from memdir.compaction.events import CompactionEvent, EventKind, emit
 from memdir.compaction.summary import (
     DEFAULT_SUMMARY_PROMPT,
+    LOG_POINTER_SUMMARY,
     SummaryLog,
     build_summary_message,
     summarized_count,
@@ -55,9 +56,12 @@ class Outcome:
 
 
 class _Failed(Exception):
-    def __init__(self, reason: str) -> None:
+    """Compaction stopped; ``fault`` is false when nothing was wrong (nothing worth doing)."""
+
+    def __init__(self, reason: str, *, fault: bool = True) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.fault = fault
 
 
 class Run:
@@ -74,6 +78,7 @@ class Run:
         count: int,
         tokens: int,
         force: bool,
+        last_resort: bool = False,
     ) -> None:
         self.c = owner
         self.cfg = owner.config
@@ -86,6 +91,7 @@ class Run:
         self.tokens_before = tokens
         self.tokens = tokens
         self.force = force
+        self.last_resort = last_resort
         self.stages: list[str] = []
         self.spans: list[LogSpan] = []
         self.log_path: str | None = None
@@ -183,11 +189,12 @@ class Run:
                 max_tail_tokens=self.c.tail_cap(reason, system=self.system, tools=self.tools),
             )
             if plan is None:
-                raise _Failed("nothing before the kept tail can be summarised")
+                raise _Failed("nothing before the kept tail can be summarised", fault=False)
             return await self._summary(started, plan)
         except (_Failed, OffloadError) as exc:
             why = exc.reason
-            log.warning("compaction of session %s did not complete: %s", self.session_id, why)
+            level = logging.WARNING if getattr(exc, "fault", True) else logging.INFO
+            log.log(level, "compaction of session %s did not complete: %s", self.session_id, why)
             # Cheap passes that ran have committed (originals logged): keep their result.
             if self.stages:
                 try:
@@ -264,19 +271,35 @@ class Run:
         outcome = await self._summarize(model, to_summarize, fallback=False)
         stage = "summary"
         kept, why = self._replace_prefix(outcome, plan, span, summarized)
+        fault = outcome.text is None  # the model failed, rather than wrote too much
         hard = cfg.hard_limit(self.c.context_window)
         # Past the hard limit, or forced (the provider already refused the request), leaving
         # the context as it is would only fail again: an extractive summary is better.
         if kept is None and (self.force or (hard is not None and self.tokens >= hard)):
             from memdir.models import ExtractiveModel
 
-            log.warning("%s; using an extractive summary instead", why)
+            log.log(
+                logging.WARNING if fault else logging.INFO,
+                "%s; using an extractive summary instead",
+                why,
+            )
             model = ExtractiveModel()
             outcome = await self._summarize(model, to_summarize, fallback=True)
             stage = "extractive_summary"
             kept, why = self._replace_prefix(outcome, plan, span, summarized)
-        if kept is None:
-            raise _Failed(why)
+        if kept is None and self.last_resort and span is not None:
+            # Not even a summary fits: the prefix is in the log and a note points to it,
+            # carrying the latest earlier summary when that still fits.
+            log.info("%s; keeping only a pointer to the session log", why)
+            stage = "log_pointer"
+            earlier = [summary_text(m) for m in to_summarize if m.name == SUMMARY_NAME]
+            for text in [*earlier[-1:], LOG_POINTER_SUMMARY]:
+                outcome = SummaryOutcome(text=text, calls=0)
+                kept, why = self._replace_prefix(outcome, plan, span, summarized)
+                if kept is not None:
+                    break
+        if kept is None:  # a fault when the last summariser failed, not when it wrote too much
+            raise _Failed(why, fault=outcome.text is None)
         self.current = kept
         self.stages.append(stage)
         self._remeasure()

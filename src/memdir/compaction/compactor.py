@@ -66,7 +66,7 @@ class CompactionResult:
         cut_index: index (in the input) of the first message kept after the summary, or
             ``None`` without a summary.
         stages: the stages applied, in order (``"truncate_args"``, ``"clear_tool_results"``,
-            ``"summary"`` or ``"extractive_summary"``).
+            ``"summary"``, ``"extractive_summary"`` or ``"log_pointer"``).
         reason: what triggered compaction (``"messages"``, ``"tokens"``, ``"hard_limit"``,
             ``"forced"``, ``"truncate_args"``).
     """
@@ -333,6 +333,7 @@ class ConversationCompactor:
         force: bool = False,
         keep_messages: int | None = None,
         keep_tokens: int | None = None,
+        last_resort: bool = False,
     ) -> CompactionResult | None:
         """Compact ``messages`` if a trigger fires (or ``force``); ``None`` if nothing changed.
 
@@ -344,6 +345,10 @@ class ConversationCompactor:
             force: compact regardless of the triggers (context-overflow recovery).
             keep_messages: override ``config.keep_messages`` for this call.
             keep_tokens: override ``config.keep_tokens`` for this call.
+            last_resort: when no summary (not even an extractive one) makes the request
+                smaller, replace the logged prefix by a note that only points to its log
+                lines (stage ``"log_pointer"``); for overflow recovery, after every other way
+                to shrink the request has failed.
 
         Returns:
             The compacted conversation, or ``None`` when no stage was needed or none could be
@@ -372,6 +377,7 @@ class ConversationCompactor:
             count=count,
             tokens=tokens,
             force=force,
+            last_resort=last_resort,
         )
         truncate_at = run.truncate_candidates() if truncate_due else []
         if reason is None and not truncate_at:

@@ -36,7 +36,7 @@ class CompactionEvent:
         tokens_after: estimated tokens of the request after (``None`` until known).
         cut_index: index of the first kept message (``None`` if no summary was made).
         stages: the stages applied so far (``"truncate_args"``, ``"clear_tool_results"``,
-            ``"summary"``, ``"extractive_summary"``).
+            ``"summary"``, ``"extractive_summary"``, ``"log_pointer"``).
         log_path: the session log the removed messages went to, workspace-relative.
         log_start_line: first line written for this compaction (1-based).
         log_end_line: last line written (inclusive).

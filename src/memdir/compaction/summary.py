@@ -28,6 +28,7 @@ from memdir.messages._render import render_message
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
+    "LOG_POINTER_SUMMARY",
     "SUMMARY_META_KEY",
     "SUMMARY_SECTIONS",
     "SummaryLog",
@@ -41,6 +42,14 @@ __all__ = [
 
 SUMMARY_SECTIONS = ("## SESSION INTENT", "## SUMMARY", "## ARTIFACTS", "## NEXT STEPS")
 """The four sections every summary has, in this order."""
+
+LOG_POINTER_SUMMARY = (
+    "## SESSION INTENT\nSee the latest request.\n## SUMMARY\nNot summarised: the earlier "
+    "messages did not fit the context window even as a summary; read them from the log lines "
+    "named above when they matter.\n## ARTIFACTS\nNone recorded.\n## NEXT STEPS\nAnswer the "
+    "latest request."
+)
+"""The summary of a last-resort compaction (overflow recovery), when no summary fits."""
 
 SUMMARY_META_KEY = "memdir.compaction"
 """Metadata key of a summary message: ``{"log": {"path", "start_line", "end_line"} | None,
