@@ -244,6 +244,32 @@ def test_installed_command_runs_in_a_real_process(root: Path) -> None:
     assert bad.stderr.startswith("Error: sessions/x is not a memory file")
 
 
+_LOADED = """
+import runpy, sys
+sys.argv = ["memdir", *sys.argv[1:]]
+try:
+    runpy.run_module("memdir", run_name="__main__")
+except SystemExit:
+    pass
+heavy = ("memdir.agent", "memdir.models.extractive", "memdir.compaction", "memdir.ingest")
+print(sorted(m for m in sys.modules if m.startswith(heavy)), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("args", [["--version"], ["search", "备份"], ["get", "MEMORY.md"]])
+def test_quick_commands_do_not_load_the_agent_or_the_models(root: Path, args: list[str]) -> None:
+    # `memdir --version` took about 3 s when the command imported everything up front
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MEMDIR_WORKSPACE": str(root)},
+        timeout=120,
+        check=False,
+    )
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+
+
 def test_init_never_overwrites_a_memory_file_that_appears_meanwhile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -34,16 +34,15 @@ import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import httpx
-
 from memdir.errors import ConfigError, ModelError
-from memdir.models._adapter import is_http_url
-from memdir.models._http import RetryPolicy, post_json_sync
 from memdir.store.ledger import BULLET_MARKER
 
 if TYPE_CHECKING:
+    import httpx
     import numpy as np
     import numpy.typing as npt
+
+    from memdir.models._http import RetryPolicy
 
 __all__ = [
     "E5_QUERY_TOKENS",
@@ -319,6 +318,11 @@ class OpenAIEmbedder:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("model must be a non-empty string")
         base = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        import httpx  # here: a search that embeds locally never needs an HTTP client
+
+        from memdir.models._adapter import is_http_url
+        from memdir.models._http import RetryPolicy
+
         if not is_http_url(base):
             raise ConfigError(f"base_url must start with http:// or https://, not {base!r}")
         for label, value in (("dimensions", dimensions), ("batch_size", batch_size)):
@@ -353,6 +357,8 @@ class OpenAIEmbedder:
         if self.dimensions:
             payload["dimensions"] = self.dimensions
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        from memdir.models._http import post_json_sync
+
         body = post_json_sync(
             self._client,
             f"{self.base_url}/embeddings",

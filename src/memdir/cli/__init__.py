@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 error (one line on stderr; ``-v`` shows the traceback),
 
 from __future__ import annotations
 
+import importlib
 import os
 import sqlite3
 import sys
@@ -18,9 +19,48 @@ from memdir.cli._common import EXIT_HELP, CliState
 from memdir.errors import ConfigError, MemdirError
 from memdir.store.namespaces import validate_namespace
 
+# Each command's module is imported only when the command runs (or --help lists them), so
+# that `memdir --version` or `memdir search` do not load the agent, the models and the rest.
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "add": ("_memory_cmds", "add"),
+    "chat": ("_chat_cmd", "chat_cmd"),
+    "compact": ("_compact_cmd", "compact_cmd"),
+    "consolidate": ("_maintain_cmds", "consolidate_cmd"),
+    "db": ("_transfer_cmds", "db_group"),
+    "demo": ("_demo", "demo"),
+    "export": ("_transfer_cmds", "export_cmd"),
+    "get": ("_search_cmds", "get_cmd"),
+    "hook": ("_hook_cmd", "hook_cmd"),
+    "import": ("_transfer_cmds", "import_cmd"),
+    "index": ("_search_cmds", "index_cmd"),
+    "ingest": ("_ingest_cmd", "ingest_cmd"),
+    "init": ("_memory_cmds", "init"),
+    "maintain": ("_maintain_cmds", "maintain_cmd"),
+    "mcp": ("_mcp_cmd", "mcp_cmd"),
+    "memory": ("_maintain_cmds", "memory_group"),
+    "namespaces": ("_namespace_cmds", "namespaces_cmd"),
+    "search": ("_search_cmds", "search_cmd"),
+    "sessions": ("_sessions_cmds", "sessions_cmd"),
+}
+
 
 class _Group(click.Group):
-    """A group that turns memdir and OS errors into one line and exit code 1."""
+    """The top-level group: commands loaded on first use; memdir and OS errors become one
+    line and exit code 1."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command's name, sorted."""
+        return sorted({*_COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command ``cmd_name``, its module imported now."""
+        found = _COMMANDS.get(cmd_name)
+        if found is None:
+            return self.commands.get(cmd_name)
+        module = importlib.import_module(f"{__name__}.{found[0]}")
+        command = getattr(module, found[1])
+        assert isinstance(command, click.Command)
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -85,39 +125,6 @@ def cli(ctx: click.Context, workspace: str | None, namespace: str | None, verbos
         import logging
 
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
-
-
-def _register() -> None:
-    from memdir.cli import _demo, _hook_cmd, _mcp_cmd, _memory_cmds, _search_cmds
-
-    for command in [*_memory_cmds.COMMANDS, *_search_cmds.COMMANDS, *_demo.COMMANDS]:
-        cli.add_command(command)
-    cli.add_command(_mcp_cmd.mcp_cmd)
-    cli.add_command(_hook_cmd.hook_cmd)
-    from memdir.cli import _maintain_cmds
-
-    for command in _maintain_cmds.COMMANDS:
-        cli.add_command(command)
-    from memdir.cli._compact_cmd import compact_cmd
-
-    cli.add_command(compact_cmd)
-    from memdir.cli._chat_cmd import chat_cmd
-    from memdir.cli._ingest_cmd import ingest_cmd
-
-    cli.add_command(ingest_cmd)
-    cli.add_command(chat_cmd)
-    from memdir.cli._namespace_cmds import namespaces_cmd
-    from memdir.cli._sessions_cmds import sessions_cmd
-
-    cli.add_command(namespaces_cmd)
-    cli.add_command(sessions_cmd)
-    from memdir.cli import _transfer_cmds
-
-    for command in _transfer_cmds.COMMANDS:
-        cli.add_command(command)
-
-
-_register()
 
 
 def main() -> None:

@@ -278,6 +278,3 @@ def demo(directory: Path | None) -> None:
     ctx = DemoContext(ws=ws, console=console)
     for step in DEMO_STEPS:
         step(ctx)
-
-
-COMMANDS: list[click.Command] = [demo]

@@ -325,6 +325,3 @@ def history_cmd(state: CliState, limit: int | None, as_json: bool) -> None:
             record.get("removed", ()) or record.get("would_remove", ()),
             record.get("trimmed", ()),
         )
-
-
-COMMANDS: list[click.Command] = [consolidate_cmd, maintain_cmd, memory_group]

@@ -43,6 +43,3 @@ def add(state: CliState, text: str) -> None:
         info(masked_note(result.masked))
     if result.index_error:
         info(f"warning: saved, but the search index was not updated: {result.index_error}")
-
-
-COMMANDS: list[click.Command] = [init, add]

@@ -225,6 +225,3 @@ def get_cmd(state: CliState, path: str, as_json: bool) -> None:
     )
     for line in excerpt.lines:
         click.echo(line)
-
-
-COMMANDS: list[click.Command] = [index_cmd, search_cmd, get_cmd]

@@ -8,7 +8,7 @@ import click
 
 from memdir.cli._common import CliState, echo_json, info, pass_state, plural
 
-__all__ = ["COMMANDS"]
+__all__ = ["db_group", "export_cmd", "import_cmd"]
 
 _ALL_HELP = "The workspace root and every namespace (as ns/NAME/ in the directory)."
 
@@ -106,6 +106,3 @@ def db_upgrade_cmd(state: CliState) -> None:
         raise click.UsageError("db upgrade needs a PostgreSQL workspace: -w postgresql://...")
     ws.store.init()
     click.echo(f"schema {ws.store.db.schema} at version {schema_version()} ({ws.describe()})")
-
-
-COMMANDS = [export_cmd, import_cmd, db_group]
