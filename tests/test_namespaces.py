@@ -285,6 +285,18 @@ def test_an_empty_namespace_is_refused_never_the_root(
         Workspace(base, namespace="")
 
 
+@pytest.mark.parametrize("store", ["files", "postgres"])
+def test_a_missing_namespace_is_named_not_reported_as_a_missing_workspace(
+    store: str, request: pytest.FixtureRequest
+) -> None:
+    base = str(request.getfixturevalue("root" if store == "files" else "pg_root"))
+    result = CliRunner().invoke(cli, ["-w", base, "-n", "dave", "search", "codeword"])
+    assert result.exit_code == 1
+    assert f"no namespace 'dave' in the workspace at {base}" in result.output
+    assert f"it has {len(USERS)}: 'memdir namespaces' lists them" in result.output
+    assert "run 'memdir init'" not in result.output
+
+
 def test_an_empty_user_id_is_refused_never_the_root() -> None:
     for blank in ("", "   "):
         with pytest.raises(ConfigError, match="user_id is empty"):

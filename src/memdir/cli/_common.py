@@ -42,11 +42,24 @@ class CliState:
             except ConfigError as exc:
                 raise click.BadParameter(str(exc), param_hint="'--namespace'") from None
             if not create and must_exist and not ws.exists():
-                raise WorkspaceError(
-                    f"no memdir workspace at {ws.describe()}: run 'memdir init' (or pass -w)"
-                )
+                raise WorkspaceError(_missing(ws))
             self._workspace = ws
         return self._workspace
+
+
+def _missing(ws: Workspace) -> str:
+    """Why ``ws`` cannot be read: no workspace at all, or no such namespace in it."""
+    if ws.namespace is not None:
+        root = ws.namespaced(None, create=False)
+        if not root.exists():
+            return f"no memdir workspace at {root.describe()}: run 'memdir init' (or pass -w)"
+        names = root.namespaces()
+        known = f"it has {len(names)}: 'memdir namespaces' lists them" if names else "it has none"
+        return (
+            f"no namespace {ws.namespace!r} in the workspace at {root.describe()} ({known}); "
+            f"'memdir -n {ws.namespace} init' creates it"
+        )
+    return f"no memdir workspace at {ws.describe()}: run 'memdir init' (or pass -w)"
 
 
 pass_state = click.make_pass_decorator(CliState, ensure=True)
