@@ -58,7 +58,7 @@ def test_demo_ingests_the_sample_transcripts(
     result = CliRunner().invoke(cli, ["demo", "--dir", str(target)])
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "3 files, 44 messages" in out and "1 tool result evicted" in out
+    assert "3 files ingested, 44 messages" in out and "1 tool result evicted" in out
     # The Claude Code session's facts went to the days they were said.
     assert "Wang Lei has to approve" in (target / "memory" / "2026-11-26.md").read_text("utf-8")
     assert "one migration per PR" in (target / "memory" / "2026-11-27.md").read_text("utf-8")

@@ -66,11 +66,15 @@ def test_summary_table_on_stderr(tmp_path: Path) -> None:
     )
     assert row.split()[1:3] == ["billing-migration", "15"]
     assert "facts written to memory/2026-11-26.md, memory/2026-11-27.md, memory/" in err
-    assert "MEMORY.md: " in err and "new entries merged" in err
+    totals = err.splitlines()[-1]
+    assert totals.startswith("MEMORY.md: ") and " added, 0 changed, 0 removed, from " in totals
+    added = int(totals.split("; ")[1].split()[0])
+    facts = int(err.splitlines()[-2].split(" facts written")[0].rsplit(", ", 1)[1])
+    assert 0 < added <= facts  # what changed in MEMORY.md, not how many entries it read
     # The second run finds everything known.
     code, out, err = _run(*args)
     assert code == 0 and err.count("ingested before") == 3
-    assert "0 facts written" in err and "unchanged (nothing_new)" in err
+    assert "0 facts written" in err and "unchanged (nothing new)" in err
 
 
 def test_unreadable_files_fail_at_the_end(tmp_path: Path) -> None:
@@ -166,13 +170,22 @@ def test_files_of_the_wrong_kind_say_what_was_expected_and_found(tmp_path: Path)
     assert "codec" not in err and "JSON Lines format" not in err
 
 
+def test_a_run_whose_only_file_failed_says_so(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}", encoding="utf-8")
+    code, _, err = _run("-w", str(tmp_path / "ws"), "ingest", str(bad))
+    assert code == 1
+    assert err.splitlines()[-2].startswith("0 files ingested, 1 failed, 0 messages")
+
+
 def test_errors_come_before_the_totals(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{}", encoding="utf-8")
     code, _, err = _run("-w", str(tmp_path / "ws"), "ingest", str(bad), CHINESE)
     assert code == 1
     lines = err.splitlines()
-    assert lines[-2].startswith("1 file, ") and lines[-1].startswith("MEMORY.md: ")
+    assert lines[-2].startswith("1 file ingested, 1 failed, ")
+    assert lines[-1].startswith("MEMORY.md: ")
     assert lines[-3].startswith(f"Error: {bad}: an empty JSON object")
     code, out, err = _run("-w", str(tmp_path / "ws2"), "ingest", str(bad), CHINESE, "--json")
     assert code == 1 and json.loads(out)["ok"] is False

@@ -222,11 +222,20 @@ def print_report(report: IngestReport, *, console: Console | None = None) -> Non
         why = "--no-consolidate" if report.sessions else "nothing was ingested"
         merged = f"not consolidated ({why})"
     elif cons.applied:
-        merged = f"{plural(cons.entries, 'new entry', 'new entries')} merged"
+        entries = plural(cons.entries, "new ledger entry", "new ledger entries")
+        if cons.added or cons.changed or cons.removed:
+            merged = (
+                f"{len(cons.added)} added, {len(cons.changed)} changed, {len(cons.removed)} "
+                f"removed, from {entries}"
+            )
+        else:
+            merged = f"unchanged ({entries}, all already in it)"
     else:
-        merged = f"unchanged ({cons.skipped or 'nothing new'})"
+        merged = f"unchanged ({(cons.skipped or 'nothing new').replace('_', ' ')})"
+    failed = f", {len(report.failures)} failed" if report.failures else ""
     out.print(
-        f"{plural(len(report.sessions), 'file')}, {plural(report.messages, 'message')}, "
+        f"{plural(len(report.sessions), 'file')} ingested{failed}, "
+        f"{plural(report.messages, 'message')}, "
         f"{plural(report.compactions, 'compaction')}, {plural(report.bullets, 'fact')} written, "
         f"{plural(report.evicted, 'tool result')} evicted",
         markup=False,
