@@ -149,3 +149,57 @@ def test_an_add_that_could_not_be_indexed_is_found_by_the_next_search(
         holder.close()
         close_shared_indexes()
     assert f"{result.path}#L{result.first_line}-L{result.first_line}" in found
+
+
+def _rebuilder(root: str, barrier: Any, out: Any) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MEMDIR_WORKSPACE": root, "MEMDIR_EMBEDDER": "off"}
+    barrier.wait(timeout=120)
+    errors = []
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, "-m", "memdir", "index", "--full"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if done.returncode != 0:
+            errors.append(done.stderr)
+    out.put(("rebuilder", 0, errors))
+
+
+def test_a_full_rebuild_waits_for_writers_like_every_writer(tmp_path: Path) -> None:
+    # `memdir index --full` while writers run must wait for the lock, never fail
+    root = str(tmp_path / "ws")
+    ws = Workspace(root, tz="UTC", clock=_today)
+    ws.write_text(
+        LEDGER,
+        "".join(f"\n## Memory Add — 2026-11-30T08:00:00Z\n- old {i}\n" for i in range(3_000)),
+    )
+    ctx = mp.get_context("spawn")
+    writers = 4
+    barrier = ctx.Barrier(writers + 1)
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(root, w, barrier, out)) for w in range(writers)]
+    procs.append(ctx.Process(target=_rebuilder, args=(root, barrier, out)))
+    for proc in procs:
+        proc.start()
+    results = [out.get(timeout=900) for _ in procs]
+    for proc in procs:
+        proc.join(timeout=60)
+        if proc.is_alive():
+            proc.kill()
+        assert proc.exitcode == 0
+    assert {(kind, n): errors for kind, n, errors in results if errors} == {}
+    with MemoryIndex(ws) as index:
+        index.refresh()
+        for worker in range(writers):
+            hits = index.search(f"writer{worker}", 1000)
+            assert (
+                len({h.content for h in hits if h.content.startswith(f"- writer{worker} ")}) == ADDS
+            )
