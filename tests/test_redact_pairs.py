@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from memdir.cli import cli
 from memdir.memory import MemoryConsolidator, MemoryFlushManager
 from memdir.messages import Msg
+from memdir.models import model_from_string
 from memdir.redact import Redactor, redact
 from memdir.store.ledger import append_bullets
 from memdir.testing import FunctionModel, ModelCall, ScriptedModel
@@ -308,6 +309,24 @@ async def test_flush_masks_a_pair_the_model_writes_itself(ws: Workspace) -> None
     )
     assert result.redacted == 3
     _assert_masked(_files(ws, "memory/*.md"), values)
+
+
+async def test_flush_with_the_offline_model(ws: Workspace) -> None:
+    # It reads the messages themselves and keeps one sentence a bullet: the id in one, the
+    # secret in the next.
+    sid, token = PAIRS["twilio_auth"][2]()
+    ali, ali_secret = PAIRS["alibaba"][2]()
+    said = (
+        f"Remember: the Twilio account for the SMS team is {sid}. I always use {token} with it "
+        f"for the reminders.\nMy Alibaba AccessKey ID is {ali} and I decided to rotate it "
+        f"monthly.\nI prefer to keep {ali_secret} in the team vault from now on."
+    )
+    manager = MemoryFlushManager(ws, model_from_string("extractive"))
+    result = await manager.flush_memories([Msg.user(said), Msg.assistant("ok")], session_id="s1")
+    assert len(result.bullets) >= 3
+    stored = _files(ws, "memory/*.md")
+    assert not [v for v in (sid, token, ali, ali_secret) if v in stored], stored
+    assert "[REDACTED:twilio_auth_token]" in stored and "[REDACTED:alibaba_secret]" in stored
 
 
 async def test_consolidation(ws: Workspace) -> None:
