@@ -88,6 +88,7 @@ LAYOUTS = [
     "{i} / {s}",
     "keys: {i}, {s} (rotated today)",
     "{i}\n{s}",
+    "{s}\n\n{i}\n",
     "Key ID,Secret\n{i},{s}\n",
     "User name,Key ID,Secret\nops@example.com,{i},{s}",
     "| id | secret |\n|---|---|\n| {i} | {s} |",
@@ -195,6 +196,9 @@ NEAR_AN_ID: list[Callable[[str], str]] = [
     lambda i: f"{i} request_id={fake(HEX, 32)} status=200",
     lambda i: f"export for {i}: md5 {fake(HEX, 32)}",
     lambda i: f"{i}\n{fake(HEX, 32)}  export-2026-11.csv",
+    lambda i: (
+        f"{i}\nthe meeting moved to Friday\nblob {fake(AN, 30)}{fake(AN, 10)} {fake(HEX, 32)}"
+    ),
     lambda i: f"{i} commit {fake(HEX, 40)}",
     lambda i: f"{i} RequestId: {_uuid().upper()}",
     lambda i: f"trace_id={fake(HEX, 32)} account={i}",

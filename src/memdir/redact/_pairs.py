@@ -9,14 +9,16 @@ characters that no rule can tell from other data on their own. People paste the 
 of the CSV a cloud console hands out. So where an id is found, a token of exactly its secret's
 alphabet and length near it is masked too (under the pair's own name), when
 
-* it is on the id's line or the line before or after, within 160 characters;
+* it is on the id's line or the line before or after (blank lines between do not count),
+  within 160 characters;
 * it stands alone: no token character (letter, digit, ``_ + / - =``) touches it, so a piece
   of a longer token, a path, a UUID or a file name ``<hex>.tar.gz`` is not one;
 * it reads as generated: the hex token has letters and digits; the others mix upper and
   lower case and are not a ``CamelCasedName``;
 * the words between it and the id (or before it on its line) do not name it as other data
-  (``md5``, ``sha256``, ``etag``, ``request_id``, ``commit``, ``uuid``…) unless they also name
-  a secret (``auth token``, ``SecretKey``).
+  (``md5``, ``sha256``, ``etag``, ``request_id``, ``commit``, ``uuid``, 用户…) unless they also
+  name a secret (``auth token``, ``SecretKey``), and it is not a checksum tool's listing
+  (``<hex>  file.tar.gz``).
 
 A key name that says "this is the secret" needs no id nearby: the assignment rules of
 :mod:`memdir.redact._context` mask ``TWILIO_AUTH_TOKEN=…``, ``"accessKeySecret": "…"`` and
@@ -113,14 +115,23 @@ def _not_hex(value: str) -> bool:
 
 
 def _window(text: str, start: int, end: int) -> tuple[int, int]:
-    """Where the id's secret may be: its line and the one before and after, within reach."""
+    """Where the id's secret may be: its line and the (non-blank) line before and after it,
+    within reach."""
     lo, hi = max(0, start - REACH), min(len(text), end + REACH)
     brk = text.rfind("\n", lo, start)
-    if brk >= 0 and (prev := text.rfind("\n", lo, brk)) >= 0:
-        lo = prev + 1
+    while brk >= 0:  # back over blank lines to the start of the line before
+        prev = text.rfind("\n", lo, brk)
+        if prev < 0 or text[prev + 1 : brk].strip():
+            lo = max(lo, prev + 1)
+            break
+        brk = prev
     brk = text.find("\n", end, hi)
-    if brk >= 0 and (after := text.find("\n", brk + 1, hi)) >= 0:
-        hi = after
+    while brk >= 0:  # on over blank lines to the end of the line after
+        after = text.find("\n", brk + 1, hi)
+        if after < 0 or text[brk + 1 : after].strip():
+            hi = hi if after < 0 else after
+            break
+        brk = after
     return lo, hi
 
 
