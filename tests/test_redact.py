@@ -53,6 +53,7 @@ PROVIDERS = {
     "sendgrid_key": "SG." + fake(AN + "_-", 22) + "." + fake(AN + "_-", 43),
     "mailgun_key": "key-" + fake(HEX, 32),
     "twilio_key": "SK" + fake(HEX, 32),
+    "twilio_account_sid": "AC" + fake(HEX, 32),
     "digitalocean_token": "dop_v1_" + fake(HEX, 64),
     "shopify_token": "shpat_" + fake(HEX, 32),
     "databricks_token": "dapi" + fake(HEX, 32),
@@ -401,8 +402,11 @@ _UNGATED = Redactor(
         for p in DEFAULT_PATTERNS
     ]
 )
+# The secret halves of credential pairs, found only next to their key ids.
+_PAIR_HALVES = [fake(HEX, 32), fake(AN, 30), fake(AN, 32), AWS_SECRET, " md5 ", "  a.tar.gz"]
 _PIECES = [
     *_SECRET_PIECES,
+    *_PAIR_HALVES,
     "password",
     "PassWord",
     "paſſword",
@@ -550,12 +554,14 @@ async def test_consolidation_stores_the_masked_form_in_memory_md(ws: Workspace) 
     _assert_masked((ws.root / "MEMORY.md").read_text(encoding="utf-8"))
 
 
-async def test_the_session_log_offload_stores_the_masked_form(ws: Workspace) -> None:
-    call = ToolUseBlock(id="c1", name="shell", input={"command": CHAT_TEXT})
+async def offload(ws: Workspace, text: str) -> str:
+    """What compaction writes to the session log of a conversation that said ``text`` three
+    ways: in a user message, in a tool call's input and in its output."""
+    call = ToolUseBlock(id="c1", name="shell", input={"command": text})
     msgs = [
-        Msg.user(CHAT_TEXT),
+        Msg.user(text),
         Msg.assistant("on it", tool_calls=[call]),
-        Msg.tool_result("c1", CHAT_TEXT),
+        Msg.tool_result("c1", text),
         Msg.assistant("done"),
     ]
     msgs += [Msg.user(f"q{i}") if i % 2 == 0 else Msg.assistant(f"a{i}") for i in range(8)]
@@ -567,20 +573,30 @@ async def test_the_session_log_offload_stores_the_masked_form(ws: Workspace) -> 
         msgs, session_id="s1"
     )
     assert result is not None
-    _assert_masked(_files(ws, "sessions/*.jsonl"))
+    return _files(ws, "sessions/*.jsonl")
 
 
-def test_an_evicted_tool_result_is_stored_masked(ws: Workspace) -> None:
-    output = "log line\n" * 400 + CHAT_TEXT + "\nexit 0\n"
+async def test_the_session_log_offload_stores_the_masked_form(ws: Workspace) -> None:
+    _assert_masked(await offload(ws, CHAT_TEXT))
+
+
+def evict(ws: Workspace, text: str) -> tuple[str, str]:
+    """The file an evicted tool result holding ``text`` is stored in, and its placeholder."""
+    output = "log line\n" * 400 + text + "\nexit 0\n"
     msgs = [Msg.user("run it"), Msg.tool_result("c1", output, name="shell")]
     config = ToolResultEvictionConfig(max_result_chars=1_000, preview_chars=600)
     outcome = ToolResultEvictor(ws, config, session_id="s1").evict(msgs)
     (record,) = outcome.evicted
     stored = (ws.root / record.path).read_text(encoding="utf-8")
-    _assert_masked(stored)
     assert stored.startswith("log line\n") and record.chars == len(stored)
+    return stored, outcome.messages[1].tool_results[0].text
+
+
+def test_an_evicted_tool_result_is_stored_masked(ws: Workspace) -> None:
+    stored, placeholder = evict(ws, CHAT_TEXT)
+    _assert_masked(stored)
     # The placeholder in the context previews the stored (masked) text.
-    _assert_masked(outcome.messages[1].tool_results[0].text)
+    _assert_masked(placeholder)
 
 
 def test_eviction_can_store_the_output_unmasked(ws: Workspace) -> None:

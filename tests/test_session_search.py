@@ -206,6 +206,16 @@ def test_a_bad_line_is_skipped_and_keeps_its_number(any_ws: Workspace) -> None:
     assert "4|[user @ " in session_history("s", workspace=any_ws)
 
 
+def test_a_log_that_kept_a_lone_surrogate_stays_searchable(any_ws: Workspace) -> None:
+    # The log keeps what was said as it was said; the index cannot store a lone surrogate.
+    log(any_ws, "s", "The zebra \ud800 crossing is closed.", "noted", "Tool \udfff names")
+    found = session_search("zebra crossing", workspace=any_ws)
+    assert hit_lines(found)[0].startswith("sessions/s.log.jsonl#L1 [user")
+    assert "zebra \ufffd crossing" in found
+    assert "s (" in session_list(workspace=any_ws) and "\ufffd" in session_list(workspace=any_ws)
+    assert session_history("s", workspace=any_ws).count("\ud800") == 1
+
+
 # -- kept in step with the logs -------------------------------------------------------------
 
 

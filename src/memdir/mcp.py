@@ -5,6 +5,11 @@ A thin wrapper over :mod:`memdir.tools`: the same functions, the model-facing de
 :data:`~memdir.tools.TOOL_SCHEMAS`. Run it with ``memdir mcp`` (stdio by default). Logs go to
 stderr: on stdio, stdout carries the protocol.
 
+Every request gets an answer: a JSON string holding a lone UTF-16 surrogate (``"\\ud800"``),
+which the SDK's parser refuses, reaches the tools with U+FFFD in its place
+(:mod:`memdir._mcp_wire`), and text a tool returns is made valid Unicode the same way (a
+session log keeps a lone surrogate as it was written; the SDK cannot serialise one).
+
 The ``mcp`` SDK is an optional dependency (``pip install 'memdir[mcp]'``). Its high-level server
 class is ``FastMCP`` in v1 and ``MCPServer`` in v2; :func:`_sdk` is the only place that knows.
 """
@@ -18,7 +23,9 @@ import logging
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+from memdir._mcp_wire import run_http, run_stdio
 from memdir.errors import ConfigError
+from memdir.memory._answer import valid_unicode
 from memdir.store.workspace import Workspace
 from memdir.tools import (
     TOOL_DESCRIPTIONS,
@@ -37,6 +44,7 @@ logger = logging.getLogger("memdir.mcp")
 
 SERVER_NAME = "memdir"
 INSTALL_HINT = "the MCP server needs the 'mcp' package: pip install 'memdir[mcp]'"
+_LOG_LEVEL = "WARNING"
 INSTRUCTIONS = (
     "Long-term memory kept as Markdown files: MEMORY.md (curated) and daily notes under "
     "memory/. Search it with memory_search before answering questions about earlier work, "
@@ -124,7 +132,9 @@ def create_server(
     ws = Workspace.coerce(workspace, namespace)
 
     def checked(result: str) -> str:
-        # Tool failures are results with isError set (MCP spec), not protocol errors.
+        # Tool failures are results with isError set (MCP spec), not protocol errors. A lone
+        # surrogate (from a session log) would fail the SDK's serialisation of the answer.
+        result = valid_unicode(result)
         if result.startswith("Error: "):
             raise sdk.tool_error(result.removeprefix("Error: "))
         return result
@@ -184,7 +194,7 @@ def create_server(
     if "version" in inspect.signature(sdk.server_class).parameters:  # v1 takes no version
         options["version"] = __version__
     server = sdk.server_class(
-        name=SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING", **options
+        name=SERVER_NAME, instructions=INSTRUCTIONS, log_level=_LOG_LEVEL, **options
     )
     wrappers = {
         "memory_search": search,
@@ -263,13 +273,8 @@ def serve(
         raise ConfigError(f"host must be an interface name or address, not {host!r}")
     server = create_server(workspace, read_only=read_only)
     if transport == "stdio":
-        server.run("stdio")
+        run_stdio(server)
         return
     if host not in ("127.0.0.1", "localhost", "::1"):
         logger.warning("serving memory over HTTP on %s without authentication", host)
-    if _sdk().major >= 2:
-        server.run("streamable-http", host=host, port=port)
-    else:  # v1 reads host and port from its settings object
-        server.settings.host = host
-        server.settings.port = port
-        server.run("streamable-http")
+    run_http(server, host=host, port=port, major=_sdk().major, log_level=_LOG_LEVEL)

@@ -45,6 +45,7 @@ from memdir.models import (
 )
 from memdir.redact import Redactor
 from memdir.sessions import validate_session_id
+from memdir.sessions._record import redact_message
 from memdir.store.ledger import append_bullets, normalize_bullet
 from memdir.store.workspace import Workspace
 
@@ -295,9 +296,12 @@ class MemoryFlushManager:
             return None
         day = ws.today()
         known = ws.read_text("MEMORY.md"), ws.read_text(ws.ledger_rel(day))
+        # The model sees masked text only: the transcript, and the messages an offline model
+        # reads in their place (a secret there could come back as a bullet of its own, with
+        # the key id it was found by masked in another).
         request = flush_request(
             transcript=self.redactor(transcript),
-            messages=useful,
+            messages=[redact_message(m, self.redactor) for m in useful],
             memory_md=known[0],
             ledger=known[1],
             ledger_rel=ws.ledger_rel(day),

@@ -5,10 +5,13 @@ prompts, so an API key pasted into a chat must not be copied into them. :func:`r
 replaces each secret with ``[REDACTED:<kind>]``, keeping the text around it; the result is
 stable (redacting twice changes nothing).
 
-Two kinds of rules (:data:`DEFAULT_PATTERNS`):
+Three kinds of rules (:data:`DEFAULT_PATTERNS`):
 
 * **provider formats** — tokens with a documented prefix and shape (``sk-ant-…``, ``ghp_…``,
   ``SG.….…``, ``hvs.…``, ``AKIA…``): masked wherever they appear;
+* **credential pairs** — a secret issued with a key id (AWS, Alibaba Cloud, Tencent Cloud,
+  Twilio), random characters with no prefix: masked where a token of its exact shape stands
+  next to the id (same or next line), unless the words before it name it as other data;
 * **context** — a value after a keyword, flag or header (``password=…``, ``--password …``,
   ``Cookie: sessionid=…``, ``.netrc``, ``redis://:pw@host``, ``密码：…``, "the root password
   is …"): masked only when the value itself looks like a secret, so ``token =

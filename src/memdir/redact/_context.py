@@ -304,36 +304,6 @@ CLI_FLAG = RedactionPattern(
     spans=_cli_spans,
 )
 
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
-
-
-def _aws_spans(match: re.Match[str]) -> Iterator[Span]:
-    if match["v"] is not None:
-        yield match.span("v")
-        return
-    text = match.string
-    lo, hi = max(0, match.start() - 160), min(len(text), match.end() + 160)
-    for candidate in _AWS_SECRET.finditer(text, lo, hi):
-        value = candidate.group()
-        if (
-            any(c.islower() for c in value)
-            and any(c.isupper() for c in value)
-            and not re.fullmatch(r"[0-9a-fA-F]+", value)
-        ):
-            yield candidate.span()
-
-
-AWS_SECRET = RedactionPattern(
-    # aws_secret_access_key = …, or a 40-character secret next to its access key id
-    name="aws_secret_key",
-    regex=r"(aws_?secret_?access_?key[\"']?\s*[:=]\s*[\"']?)(?P<v>[A-Za-z0-9/+=]{40})"
-    r"(?![A-Za-z0-9/+=])|(?-i:\b(?:AKIA|ASIA)[0-9A-Z]{16}\b)",
-    flags=_I,
-    keywords=("aws", "akia", "asia"),
-    keyword_first=True,
-    spans=_aws_spans,
-)
-
 AZURE = (
     RedactionPattern(
         name="azure_storage_key",
@@ -362,10 +332,8 @@ AZURE = (
     ),
 )
 
-# Order matters: the AWS pair is found before the key id is masked; assignments last, so a
-# provider's own rule names the token when it has one.
+# Order matters: assignments last, so a provider's own rule names the token when it has one.
 CONTEXT_PATTERNS: tuple[RedactionPattern, ...] = (
-    AWS_SECRET,
     *AZURE,
     URL_PASSWORD,
     BEARER,

@@ -15,7 +15,14 @@ from collections.abc import Iterator
 from memdir.redact._engine import RedactionPattern, Span
 from memdir.redact._values import longest_run_is_random
 
-__all__ = ["PROVIDER_PATTERNS"]
+__all__ = [
+    "ALIBABA_KEY",
+    "AWS_KEY_ID",
+    "PROVIDER_PATTERNS",
+    "TENCENT_KEY",
+    "TWILIO_ACCOUNT",
+    "TWILIO_KEY",
+]
 
 
 def _random_body(match: re.Match[str]) -> bool:
@@ -93,6 +100,16 @@ DISCORD = RedactionPattern(
     in_token=True,
     spans=_discord_spans,
 )
+
+# Key ids issued with a secret (memdir.redact._pairs finds the secret next to them).
+AWS_KEY_ID = _p(
+    "aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", "akia", "asia", "abia", "acca"
+)
+ALIBABA_KEY = _p("alibaba_key", r"\bLTAI[A-Za-z0-9]{12,20}\b", "ltai", random=True)
+TENCENT_KEY = _p("tencent_key", r"\bAKID[A-Za-z0-9]{32}\b", "akid", random=True)
+TWILIO_KEY = _p("twilio_key", r"\bSK[0-9a-fA-F]{32}\b", "sk", random=True)
+# An account SID is not secret alone, but it is the name its auth token is used with.
+TWILIO_ACCOUNT = _p("twilio_account_sid", r"\bAC[0-9a-f]{32}\b", "ac", random=True)
 
 # Most specific first: ``sk-ant-`` before ``sk-``, Square's ``EAAA`` before Meta's ``EAA``.
 PROVIDER_PATTERNS: tuple[RedactionPattern, ...] = (
@@ -194,7 +211,8 @@ PROVIDER_PATTERNS: tuple[RedactionPattern, ...] = (
     _p("sendgrid_key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])", "sg."),
     MAILGUN,
     _p("mailchimp_key", r"\b[0-9a-f]{32}-us[0-9]{1,2}\b", "-us", first=False),
-    _p("twilio_key", r"\bSK[0-9a-fA-F]{32}\b", "sk", random=True),
+    TWILIO_KEY,
+    TWILIO_ACCOUNT,
     _p("postman_key", r"\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}\b", "pmak-"),
     _p("fcm_key", r"\bAAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}", ":apa91b", first=False),
     # payments and commerce
@@ -223,9 +241,7 @@ PROVIDER_PATTERNS: tuple[RedactionPattern, ...] = (
     _p("easypost_key", r"\bEZ[AT]K[a-f0-9]{54}\b", "ezak", "eztk"),
     _p("duffel_token", r"\bduffel_(?:test|live)_[A-Za-z0-9_=-]{43}", "duffel_"),
     # cloud and infrastructure
-    _p(
-        "aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", "akia", "asia", "abia", "acca"
-    ),
+    AWS_KEY_ID,
     _p("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}", "aiza"),
     _p(
         "google_oauth",
@@ -235,8 +251,8 @@ PROVIDER_PATTERNS: tuple[RedactionPattern, ...] = (
         "ya29.",
         "1//0",
     ),
-    _p("alibaba_key", r"\bLTAI[A-Za-z0-9]{12,20}\b", "ltai", random=True),
-    _p("tencent_key", r"\bAKID[A-Za-z0-9]{32}\b", "akid", random=True),
+    ALIBABA_KEY,
+    TENCENT_KEY,
     _p("digitalocean_token", r"\bdo[opr]_v1_[a-f0-9]{64}\b", "dop_v1_", "doo_v1_", "dor_v1_"),
     _p("databricks_token", r"\bdapi[a-f0-9]{32}(?:-[0-9])?\b", "dapi"),
     _p("heroku_key", r"\bHRKU-[A-Za-z0-9_-]{58,}", "hrku-"),

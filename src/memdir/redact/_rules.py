@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from memdir.redact._context import AWS_SECRET, CONTEXT_PATTERNS
+from memdir.redact._context import CONTEXT_PATTERNS
 from memdir.redact._engine import RedactionPattern
+from memdir.redact._pairs import PAIR_PATTERNS
 from memdir.redact._providers import PROVIDER_PATTERNS
 
 __all__ = ["DEFAULT_PATTERNS"]
@@ -17,11 +18,11 @@ PRIVATE_KEY = RedactionPattern(
 )
 
 DEFAULT_PATTERNS: tuple[RedactionPattern, ...] = (
-    # Multi-line blocks first, so no other pattern sees their insides; the AWS pair before the
-    # key id it is found by is masked.
+    # Multi-line blocks first, so no other pattern sees their insides; a credential pair's
+    # secret before the key id it is found by is masked.
     PRIVATE_KEY,
-    AWS_SECRET,
+    *PAIR_PATTERNS,
     *PROVIDER_PATTERNS,
-    *(p for p in CONTEXT_PATTERNS if p is not AWS_SECRET),
+    *CONTEXT_PATTERNS,
 )
 """The built-in patterns, most specific first. See :mod:`memdir.redact` to add your own."""

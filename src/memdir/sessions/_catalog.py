@@ -41,7 +41,7 @@ from memdir.index._sqlite import SqliteEngine
 from memdir.messages import SUMMARY_NAME
 from memdir.messages._render import clip
 from memdir.sessions._catalog_db import FORMAT, SESSIONS_DB, discard, open_index
-from memdir.sessions._msgtext import message_text, tool_names
+from memdir.sessions._msgtext import message_text, searchable, tool_names
 from memdir.sessions._record import parse_record
 from memdir.store._base import FileStat
 from memdir.store._safeopen import PathMissing
@@ -303,11 +303,11 @@ class SessionIndex:
             first_at = first_at or at
             last_at = at if last_at is None or at > last_at else last_at
             if not summary and msg.role == "user" and msg.name != SUMMARY_NAME:
-                summary = clip(" ".join(msg.text.split()), SUMMARY_CHARS)
+                summary = clip(" ".join(searchable(msg.text).split()), SUMMARY_CHARS)
             text = message_text(msg)
             if text.strip():
                 units.append((base | lines, lines, 0, text))
-                extra.append((base | lines, msg.role, " ".join(tool_names(msg)), at))
+                extra.append((base | lines, msg.role, searchable(" ".join(tool_names(msg))), at))
         con.executemany("INSERT INTO units(id, line_end, head, content) VALUES (?, ?, ?, ?)", units)
         index_rows(con, [(rowid, text) for rowid, _, _, text in units])
         con.executemany("INSERT INTO session_units(id, role, tools, at) VALUES (?, ?, ?, ?)", extra)

@@ -4,17 +4,19 @@ One message is one searchable unit. Text is kept up to :data:`TEXT_CHARS`; a too
 becomes its name and its arguments as JSON (up to :data:`CALL_CHARS`); a tool result its
 output (up to :data:`RESULT_CHARS`, head and tail: an error often sits at the end). Thinking
 and images are left out. The log itself keeps every message whole; these limits only bound
-what one search unit holds.
+what one search unit holds. A lone surrogate, which a log keeps as it was written, is searched
+and shown as U+FFFD: SQLite cannot store it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from memdir.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from memdir.messages._render import clip
 
-__all__ = ["CALL_CHARS", "RESULT_CHARS", "TEXT_CHARS", "message_text", "tool_names"]
+__all__ = ["CALL_CHARS", "RESULT_CHARS", "TEXT_CHARS", "message_text", "searchable", "tool_names"]
 
 TEXT_CHARS = 16_000
 """Characters of a message's text that are searched."""
@@ -22,6 +24,12 @@ CALL_CHARS = 1_000
 """Characters of one tool call's arguments that are searched."""
 RESULT_CHARS = 2_000
 """Characters of one tool result that are searched."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def searchable(text: str) -> str:
+    """``text`` with each lone surrogate made U+FFFD, so that it can be indexed."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _arguments(call: ToolUseBlock) -> str:
@@ -42,7 +50,7 @@ def message_text(msg: Msg) -> str:
             parts.append(f"{block.name} {clip(_arguments(block), CALL_CHARS)}")
         elif isinstance(block, ToolResultBlock) and block.text.strip():
             parts.append(clip(block.text, RESULT_CHARS))
-    return "\n".join(parts)
+    return searchable("\n".join(parts))
 
 
 def tool_names(msg: Msg) -> tuple[str, ...]:
