@@ -175,6 +175,29 @@ def test_a_run_without_a_user_uses_the_middleware_namespace(ws: Workspace) -> No
     assert ws.namespaces() == ["shared"]
 
 
+@pytest.mark.parametrize("claimed", ["../alice", "alice/../alice", "ALICE", "ns/alice", "id-x"])
+def test_an_id_that_looks_like_a_path_or_another_name_gets_a_namespace_of_its_own(
+    ws: Workspace, claimed: str
+) -> None:
+    alice = ws.namespaced("alice")
+    alice.write_text("MEMORY.md", "# Memory\n- Alice's locker code is ALICE-7781.\n")
+    model = RoutingChat(requests=[])
+    middleware = MemdirMiddleware(ws, namespace_from="user_id")
+    agent = create_agent(model, middleware=[middleware])
+    agent.invoke(
+        {"messages": [HumanMessage("Remember that my locker code is EVE-0001.")]},
+        {"configurable": {"thread_id": THREAD, "user_id": claimed}},
+    )
+    assert middleware.close()
+    own = namespace_for(user_id=claimed)
+    assert own is not None and own.startswith("id-")
+    assert sorted(ws.namespaces()) == sorted(["alice", own])
+    assert "EVE-0001" in ledger_text(ws.namespaced(own))
+    assert "EVE-0001" not in ledger_text(alice) and "EVE" not in log_text(alice, THREAD)
+    system = model.requests[0][0]
+    assert isinstance(system, SystemMessage) and "ALICE-7781" not in system.text
+
+
 @pytest.mark.parametrize(
     ("namespace_from", "config", "message"),
     [
