@@ -1,11 +1,13 @@
 """LangGraph's long-term store on memdir, offline: items as files, ranked CJK search, filters,
-per-user memdir namespaces, a graph using it, and LangMem's memory tools (if installed).
+per-user memdir namespaces, a graph using it, and LangMem's memory tools.
 
-Run: ``python examples/langgraph_store.py``.
+Run: ``python examples/langgraph_store.py``. The LangMem part needs LangMem
+(``pip install 'memdir[langmem]'``); without it, it is skipped and stderr says so.
 """
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from typing import Any
 
@@ -59,6 +61,11 @@ def main() -> None:
     try:
         from langmem import create_manage_memory_tool, create_search_memory_tool
     except ImportError:
+        print(
+            "LangMem part skipped: langmem is not installed "
+            "(pip install 'memdir[langmem]', or pip install langmem)",
+            file=sys.stderr,
+        )
         return
     manage = create_manage_memory_tool(namespace=("memories", "carol"), store=store)
     search = create_search_memory_tool(namespace=("memories", "carol"), store=store)

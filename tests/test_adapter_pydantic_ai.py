@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -30,6 +32,7 @@ from memdir.adapters.pydantic_ai import (
 )
 from memdir.compaction import SUMMARY_SECTIONS, CompactionConfig
 from memdir.errors import ConfigError
+from memdir.memory import MaintenanceConfig
 from memdir.messages import MessageFormatError, ToolResultBlock, dangling_tool_calls
 from memdir.sessions import SessionLog
 from memdir.workspace import Workspace
@@ -100,14 +103,13 @@ async def test_forty_turns_compact_flush_offload_and_a_second_run_remembers(ws: 
     # no request ever separated a call from its return
     assert all(pairing_ok(messages) for messages in seen)
     assert pairing_ok(history)
-    # the session log holds every message the runs produced (the last answer is logged by
-    # the next request; the final one by the flush only), each once
+    # the session log holds every message the runs produced, the final answer too, each once
     logged = [r.msg for r in SessionLog(ws, "chat-1").read().records]
     logged_ids = [m.id for m in logged]
     assert len(logged_ids) == len(set(logged_ids))
     restored = dump(msgs_to_messages([m for m in logged if MESSAGE_KEY in m.metadata]))
-    for message in every[:-1]:
-        assert message in restored
+    for message in every:
+        assert restored.count(message) == 1
     # the summarised turns were flushed to the ledger first
     ledger = "".join(p.read_text() for p in (ws.root / "memory").glob("*.md"))
     assert "Orchid0" in ledger and "Orchid5" in ledger
@@ -158,9 +160,101 @@ async def test_instructions_carry_memory_and_big_returns_are_evicted(ws: Workspa
     assert kept[0].content == sent.content  # the history keeps the preview too
 
 
+async def test_every_answer_of_a_session_is_logged_once_however_the_runs_end(
+    ws: Workspace,
+) -> None:
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if isinstance(messages[-1], ModelRequest) and any(
+            isinstance(p, ToolReturnPart) for p in messages[-1].parts
+        ):
+            return ModelResponse(parts=[TextPart(f"answer {len(messages)}")])
+        if len(messages) % 4 == 1:  # every other run looks something up first
+            return ModelResponse(parts=[ToolCallPart("lookup", {"key": "k"}, tool_call_id="c")])
+        return ModelResponse(parts=[TextPart(f"answer {len(messages)}")])
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        yield f"streamed answer {len(messages)}"
+
+    memdir = MemdirCompaction(ws, session_id="twelve", compaction=None)
+    agent: Agent[None, str] = Agent(
+        FunctionModel(respond, stream_function=stream), capabilities=[memdir]
+    )
+
+    @agent.tool_plain
+    def lookup(key: str) -> str:
+        """Look up a key."""
+        return f"{key} is 42"
+
+    history: list[ModelMessage] = []
+    every: list[Any] = []
+    for turn in range(12):
+        prompt = f"question {turn}"
+        if turn == 10:  # a streamed run
+            async with agent.run_stream(prompt, message_history=history) as streamed:
+                await streamed.get_output()
+            new, history = streamed.new_messages(), streamed.all_messages()
+        elif turn == 11:  # a run driven node by node
+            async with agent.iter(prompt, message_history=history) as run:
+                async for _ in run:
+                    pass
+            assert run.result is not None
+            new, history = run.result.new_messages(), run.result.all_messages()
+        else:
+            result = await agent.run(prompt, message_history=history)
+            new, history = result.new_messages(), result.all_messages()
+        every += dump(new)
+    await memdir.aclose()
+
+    # the log holds the session exactly: every message once, in order, the 12th answer too
+    logged = [r.msg for r in SessionLog(ws, "twelve").read().records]
+    assert dump(msgs_to_messages(logged)) == every
+    answers = [m.text for m in logged if m.role == "assistant" and "answer" in m.text]
+    assert len(answers) == 12 and answers[-1].startswith("answer")
+    assert answers[10].startswith("streamed answer")
+
+
+async def test_maintenance_consolidates_the_ledger_into_memory_md(ws: Workspace) -> None:
+    fact = "Remember that the staging database moves to Frankfurt."
+    memdir = MemdirCompaction(
+        ws,
+        session_id="ops",
+        maintenance=MaintenanceConfig(
+            startup_delay=timedelta(0), consolidation_min_gap=timedelta(0)
+        ),
+    )
+    assert memdir.scheduler is not None and not memdir.scheduler.running
+    agent: Agent[None, str] = Agent(
+        FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("Noted.")])),
+        capabilities=[memdir],
+    )
+    await agent.run(fact)
+    assert memdir.scheduler.running  # started by the run
+
+    def consolidated() -> bool:
+        memory_md = ws.root / "MEMORY.md"
+        return memory_md.exists() and "staging database moves to Frankfurt" in (
+            memory_md.read_text()
+        )
+
+    for _ in range(1_000):  # the flush, then the consolidation it asks for (bounded wait)
+        if consolidated():
+            break
+        await asyncio.sleep(0.02)
+    assert consolidated()
+    await memdir.aclose()
+    assert not memdir.scheduler.running
+    # a run after aclose starts it again
+    await agent.run("And the backups?")
+    assert memdir.scheduler.running
+    await memdir.aclose()
+    assert not memdir.scheduler.running
+
+
 def test_bad_settings_are_config_errors(ws: Workspace) -> None:
     with pytest.raises(ConfigError, match="CompactionConfig"):
         MemdirCompaction(ws, compaction=30)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="MaintenanceConfig"):
+        MemdirCompaction(ws, maintenance="daily")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="ChatModel"):
         MemdirCompaction(ws, model=object())  # type: ignore[arg-type]
     with pytest.raises(MessageFormatError):

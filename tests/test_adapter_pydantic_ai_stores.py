@@ -105,7 +105,9 @@ async def test_two_namespaces_keep_their_memory_apart(any_ws: Workspace) -> None
         )
         await memdir.aclose()
     assert "4521" in seen[0] and "4521" not in seen[1]
-    assert len(SessionLog(alice, "s").read().records) == 1
-    assert len(SessionLog(bob, "s").read().records) == 1
+    for ws in (alice, bob):  # the prompt and the answer, in the namespace's own log
+        logged = [r.msg for r in SessionLog(ws, "s").read().records]
+        assert [m.role for m in logged] == ["user", "assistant"]
+        assert logged[1].text == "Noted: the office moved to Lyon."
     assert SessionLog(any_ws, "s").read().records == []
     assert "Lyon" in ledger_text(bob) and ledger_text(any_ws) == ""

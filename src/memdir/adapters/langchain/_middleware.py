@@ -23,22 +23,23 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from memdir.adapters.langchain._convert import message_to_msg, msg_to_messages
-from memdir.adapters.langchain._model import LangChainChatModel
+from memdir.adapters.langchain._model import memdir_model
 from memdir.adapters.langchain._runner import Runner
 from memdir.adapters.langchain._session import Session, thread_session, tool_spec
-from memdir.adapters.langchain._tools import memdir_tools
-from memdir.agent import WorkspaceContextHook
+from memdir.adapters.langchain._spaces import (
+    NamespaceFrom,
+    Settings,
+    Space,
+    check_namespace_from,
+    run_namespace,
+)
+from memdir.adapters.langchain._tools import workspace_tools
 from memdir.compaction import CompactionConfig, CompactionResult, ConversationCompactor
 from memdir.errors import ConfigError, MemdirError
 from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
-from memdir.memory import (
-    MaintenanceConfig,
-    MemoryConsolidator,
-    MemoryFlushManager,
-    MemoryMaintenanceScheduler,
-)
+from memdir.memory import MaintenanceConfig, MemoryFlushManager, MemoryMaintenanceScheduler
 from memdir.messages import Msg
-from memdir.models import ChatModel, ExtractiveModel, ToolSpec, model_from_string
+from memdir.models import ChatModel, ToolSpec
 from memdir.redact import redact
 from memdir.sessions import SessionLog, validate_session_id
 from memdir.store.workspace import Workspace
@@ -48,6 +49,7 @@ __all__ = ["MemdirMiddleware"]
 log = logging.getLogger("memdir.adapters.langchain")
 _BACKGROUND_DELAY = 0.05  # seconds: the run returns before the log append and flush start
 _MAX_SESSIONS = 256  # threads whose message cache is kept (another one is rebuilt when it comes)
+_MAX_SPACES = 256  # run namespaces whose parts are kept (another one is rebuilt when it comes)
 
 
 class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -64,7 +66,9 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     durable facts are extracted to ``memory/YYYY-MM-DD.md`` in the background.
 
     The conversation is the LangGraph thread: ``config={"configurable": {"thread_id": ...}}``
-    names its session (an id that is not a valid session id is hashed to ``lc-<hex>``).
+    names its session (an id that is not a valid session id is hashed to ``lc-<hex>``). The
+    memory is the workspace's ``namespace``, or, with ``namespace_from``, the one each run
+    names, so one agent serves many users, each with a memory of their own.
 
     Args:
         workspace: the workspace (or its path; default: the configured one).
@@ -83,10 +87,17 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         maintenance: consolidate the ledgers into ``MEMORY.md`` on a background thread
             (``None``: not here; run ``memdir maintain`` or a scheduler of your own).
         session_id: one fixed session for every thread (default: the thread id).
-        namespace: the caller's namespace in the workspace.
+        namespace: the caller's namespace in the workspace (the default of every run).
+        namespace_from: each run's namespace, instead: a key (``"user_id"``) whose value, in
+            the run's ``context`` or else its ``config["configurable"]``, is the caller's id,
+            mapped as :func:`memdir.namespace_for` maps a user id (a valid name as it is, any
+            other id hashed); or a function of the run's ``Runtime`` returning a namespace
+            name. A run that names none uses ``namespace``; one that names an invalid one
+            (an empty id, say) fails with :class:`ConfigError`.
 
     Raises:
-        ConfigError: a setting has the wrong type.
+        ConfigError: a setting has the wrong type, or ``maintenance`` with ``namespace_from``
+            (run ``memdir maintain --all-namespaces`` instead).
     """
 
     def __init__(
@@ -104,6 +115,7 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         maintenance: MaintenanceConfig | None = None,
         session_id: str | None = None,
         namespace: str | None = None,
+        namespace_from: NamespaceFrom | None = None,
     ) -> None:
         super().__init__()
         for label, value, kind in (
@@ -113,80 +125,98 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         ):
             if value is not None and not isinstance(value, kind):
                 raise ConfigError(f"{label} must be a {kind.__name__} or None")
+        self.namespace_from = check_namespace_from(namespace_from)
+        if maintenance is not None and self.namespace_from is not None:
+            raise ConfigError(
+                "maintenance= maintains one namespace; with namespace_from= run "
+                "`memdir maintain --all-namespaces` (e.g. from cron) instead"
+            )
         self.workspace = Workspace.coerce(workspace, namespace)
-        self.model = _memdir_model(model)
+        self.model = memdir_model(model)
         self._fixed_session = validate_session_id(session_id) if session_id is not None else None
         self.eviction = tool_result_eviction
-        self.scheduler: MemoryMaintenanceScheduler | None = None
-        if maintenance is not None:
-            consolidator = MemoryConsolidator(
-                self.workspace, self.model, max_memory_tokens=maintenance.max_memory_tokens
-            )
-            self.scheduler = MemoryMaintenanceScheduler(
-                self.workspace, consolidator, config=maintenance
-            )
-        self.flusher = (
-            MemoryFlushManager(self.workspace, self.model, scheduler=self.scheduler)
-            if memory_flush
-            else None
-        )
-        self.compactor = (
-            ConversationCompactor(
-                self.model,
-                self.workspace,
-                compaction,
-                on_flush=self.flusher.flush_memories if self.flusher else None,
-            )
-            if compaction is not None
-            else None
-        )
         if inject_memory is None:
             inject_memory = memory_tools or memory_flush
-        self.context = (
-            WorkspaceContextHook(
-                self.workspace,
-                max_context_tokens=max_context_tokens,
-                memory_tools=memory_tools,
-                auto_memory=memory_flush,
-                memory_md=inject_memory,
-            )
-            if workspace_context
-            else None
+        self._settings = Settings(
+            model=self.model,
+            compaction=compaction,
+            memory_flush=memory_flush,
+            memory_tools=memory_tools,
+            workspace_context=workspace_context,
+            inject_memory=inject_memory,
+            max_context_tokens=max_context_tokens,
+            maintenance=maintenance,
         )
-        self.tools = memdir_tools(
-            self.workspace, memory=memory_tools, files=memory_tools and self.eviction is not None
+        self._default = Space.build(self.workspace, self._settings)
+        self.scheduler: MemoryMaintenanceScheduler | None = self._default.scheduler
+        self.flusher: MemoryFlushManager | None = self._default.flusher
+        """The flush of ``namespace`` (each run namespace has its own)."""
+        self.compactor: ConversationCompactor | None = self._default.compactor
+        """The compactor of ``namespace`` (each run namespace has its own)."""
+        self.context = self._default.context
+        self.tools = workspace_tools(
+            lambda: self._space().workspace,
+            memory=memory_tools,
+            files=memory_tools and self.eviction is not None,
         )
         self.last_compaction: CompactionResult | None = None
         """The latest compaction this middleware applied."""
         self._runner = Runner("memdir-langchain")
-        self._sessions: dict[str, Session] = {}
+        self._spaces: dict[str | None, Space] = {}
+        self._sessions: dict[tuple[str | None, str], Session] = {}
         self._lock = threading.Lock()
         self._tool_specs: dict[int, tuple[object, ToolSpec | None]] = {}
         self._learned: set[int] = set()
+        self._window: int | None = None  # the smallest context window learned from a model
         self._started = False
 
-    # -- sessions ------------------------------------------------------------------------
+    # -- namespaces and sessions ------------------------------------------------------------
+
+    def _space(self) -> Space:
+        """The parts of the current run's namespace.
+
+        Raises:
+            ConfigError: the run names an invalid namespace (``namespace_from``).
+        """
+        if self.namespace_from is None:
+            return self._default
+        name = run_namespace(self.namespace_from, self.workspace.namespace)
+        if name == self.workspace.namespace:
+            return self._default
+        with self._lock:
+            found = self._spaces.pop(name, None)
+            if found is None:
+                found = Space.build(self.workspace.namespaced(name), self._settings)
+                if found.compactor is not None and self._window is not None:
+                    found.compactor.learn_context_window(self._window)
+            self._spaces[name] = found  # the most recent last
+            while len(self._spaces) > _MAX_SPACES:  # forget the least recent namespace
+                del self._spaces[next(iter(self._spaces))]
+            return found
 
     def _session(self) -> Session:
+        space = self._space()
         sid = self._fixed_session or thread_session()
+        key = (space.workspace.namespace, sid)
         with self._lock:
-            found = self._sessions.get(sid)
-            if found is None:
+            found = self._sessions.pop(key, None)
+            if found is not None:
+                found.space = space  # the same namespace's parts, maybe rebuilt since
+            else:
+                ws = space.workspace
                 found = Session(
                     id=sid,
-                    workspace=self.workspace,
-                    log=self.compactor.session_log(sid)
-                    if self.compactor
-                    else SessionLog(self.workspace, sid, redact=redact),
-                    evictor=ToolResultEvictor(self.workspace, self.eviction, session_id=sid)
+                    space=space,
+                    log=space.compactor.session_log(sid)
+                    if space.compactor
+                    else SessionLog(ws, sid, redact=redact),
+                    evictor=ToolResultEvictor(ws, self.eviction, session_id=sid)
                     if self.eviction
                     else None,
                 )
-                self._sessions[sid] = found
-                while len(self._sessions) > _MAX_SESSIONS:  # forget the least recent thread
-                    del self._sessions[next(iter(self._sessions))]
-            else:
-                self._sessions[sid] = self._sessions.pop(sid)
+            self._sessions[key] = found  # the most recent last
+            while len(self._sessions) > _MAX_SESSIONS:  # forget the least recent thread
+                del self._sessions[next(iter(self._sessions))]
             if not self._started and self.scheduler is not None:
                 self._started = True
                 self.scheduler.start()
@@ -195,9 +225,14 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     # -- before the model call: log, evict, compact ---------------------------------------
 
     def _prepare(self, state: AgentState[Any]) -> tuple[Session, list[Msg], list[Msg], bool] | None:
-        """``(session, messages, evicted, compaction due)``; ``None`` if it cannot be done."""
+        """``(session, messages, evicted, compaction due)``; ``None`` if it cannot be done.
+
+        Raises:
+            ConfigError: the run names an invalid namespace: the run must not go on without
+                its memory, nor with another's.
+        """
+        session = self._session()
         try:
-            session = self._session()
             msgs = session.convert(state["messages"])
             changed: list[Msg] = []
             if session.evictor is not None:
@@ -211,21 +246,23 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
 
     def _due(self, session: Session, msgs: list[Msg]) -> bool:
-        if self.compactor is None:
+        compactor = session.space.compactor
+        if compactor is None:
             return False
-        count, tokens = session.measure(self.compactor.counter, msgs)
-        if self.compactor.trigger_reason(count, tokens) is not None:
+        count, tokens = session.measure(compactor.counter, msgs)
+        if compactor.trigger_reason(count, tokens) is not None:
             return True
-        ta = self.compactor.config.truncate_args
+        ta = compactor.config.truncate_args
         return ta is not None and bool(
             (ta.trigger_messages and count >= ta.trigger_messages)
             or (ta.trigger_tokens and tokens >= ta.trigger_tokens)
         )
 
     async def _compact(self, session: Session, msgs: list[Msg]) -> CompactionResult | None:
-        assert self.compactor is not None
+        compactor = session.space.compactor
+        assert compactor is not None
         try:
-            return await self.compactor.compact_if_needed(
+            return await compactor.compact_if_needed(
                 msgs, session_id=session.id, system=session.system, tools=session.tools
             )
         except MemdirError as exc:
@@ -274,10 +311,11 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._learn_window(request.model)
         session.tools = self._specs(request.tools)
         system = request.system_message
-        if self.context is None:
+        context = session.space.context
+        if context is None:
             session.system = system.text if system is not None else None
             return request
-        section = self.context.render(session.id)
+        section = context.render(session.id)
         if system is None:
             new = SystemMessage(content=section)
         elif isinstance(system.content, str):
@@ -295,7 +333,11 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         profile = getattr(model, "profile", None)
         window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
         if isinstance(window, int) and window > 0:
-            self.compactor.learn_context_window(window)
+            with self._lock:  # every namespace's compactor plans for it
+                self._window = window if self._window is None else min(window, self._window)
+                for space in (self._default, *self._spaces.values()):
+                    if space.compactor is not None:
+                        space.compactor.learn_context_window(window)
 
     def _specs(self, tools: Sequence[object]) -> list[ToolSpec]:
         specs = []
@@ -344,8 +386,8 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
         if size <= self.eviction.max_result_chars:
             return result
+        session = self._session()  # an invalid namespace fails the run
         try:
-            session = self._session()
             assert session.evictor is not None
             msg = message_to_msg(result)
             names = {result.tool_call_id: str(request.tool_call.get("name") or result.name)}
@@ -386,14 +428,14 @@ class MemdirMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         answers = [m for m in result if isinstance(m, AIMessage)]
         if not answers or answers[-1].tool_calls:
             return
+        session = self._session()
         try:
-            session = self._session()
             msgs = session.convert([*request.messages, *result], keep=True)
         except MemdirError as exc:
             log.warning("memdir could not read the conversation: %s", exc)
             return
         self._runner.spawn(
-            _log(session, msgs, self.flusher),
+            _log(session, msgs, session.space.flusher),
             f"log and memory flush of session {session.id}",
             delay=_BACKGROUND_DELAY,
         )
@@ -424,18 +466,3 @@ async def _log(
     session.log_new(msgs)
     if flusher is not None:
         await flusher.flush_memories(msgs, session_id=session.id)
-
-
-def _memdir_model(model: object) -> ChatModel:
-    if model is None:
-        return ExtractiveModel()
-    if isinstance(model, BaseChatModel):
-        return LangChainChatModel(model)
-    if isinstance(model, str):
-        return model_from_string(model)
-    if isinstance(model, ChatModel):
-        return model
-    raise ConfigError(
-        "model must be a LangChain chat model, a memdir ChatModel, a model name or None, "
-        f"not {type(model).__name__}"
-    )

@@ -15,9 +15,16 @@ from memdir.adapters.langchain._convert import MEMDIR_KWARG, message_to_msg, to_
 from memdir.compaction import is_context_overflow
 from memdir.errors import ConfigError, ContextOverflowError, ModelError
 from memdir.messages import Msg
-from memdir.models import ModelResponse, ToolSpec, Usage
+from memdir.models import (
+    ChatModel,
+    ExtractiveModel,
+    ModelResponse,
+    ToolSpec,
+    Usage,
+    model_from_string,
+)
 
-__all__ = ["LangChainChatModel"]
+__all__ = ["LangChainChatModel", "memdir_model"]
 
 
 class LangChainChatModel:
@@ -116,3 +123,24 @@ def _stop_reason(answer: AIMessage) -> str | None:
         if isinstance(value, str):
             return value
     return None
+
+
+def memdir_model(model: object) -> ChatModel:
+    """The memdir model of ``model``: a LangChain chat model (wrapped), a memdir
+    :class:`~memdir.models.ChatModel`, a name, or ``None`` (the offline extractive model).
+
+    Raises:
+        ConfigError: anything else.
+    """
+    if model is None:
+        return ExtractiveModel()
+    if isinstance(model, BaseChatModel):
+        return LangChainChatModel(model)
+    if isinstance(model, str):
+        return model_from_string(model)
+    if isinstance(model, ChatModel):
+        return model
+    raise ConfigError(
+        "model must be a LangChain chat model, a memdir ChatModel, a model name or None, "
+        f"not {type(model).__name__}"
+    )

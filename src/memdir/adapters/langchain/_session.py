@@ -14,12 +14,12 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
 
 from memdir.adapters.langchain._convert import message_to_msg, msg_to_messages
+from memdir.adapters.langchain._spaces import Space
 from memdir.errors import MemdirError
 from memdir.eviction import ToolResultEvictor
 from memdir.messages import Msg
 from memdir.models import ToolSpec
 from memdir.sessions import SessionLog, validate_session_id
-from memdir.store.workspace import Workspace
 from memdir.tokens import TokenCounter
 
 __all__ = ["Session", "thread_session", "tool_spec"]
@@ -56,7 +56,7 @@ def _unchanged(old: BaseMessage, new: BaseMessage) -> bool:
 
 @dataclass(slots=True)
 class Session:
-    """What the middleware keeps per conversation.
+    """What the middleware keeps per conversation (a thread in a namespace, ``space``).
 
     ``cache`` maps each state message's id to the message and its Msg, so a model call
     converts only the messages that are new or were replaced since the last one; ``tokens``
@@ -64,7 +64,7 @@ class Session:
     """
 
     id: str
-    workspace: Workspace
+    space: Space
     log: SessionLog
     evictor: ToolResultEvictor | None
     cache: dict[str, _Cached] = field(default_factory=dict)
@@ -89,7 +89,7 @@ class Session:
             if hit is not None and _unchanged(hit[0], message):
                 msg = hit[1]
             else:
-                when = hit[1].created_at if hit is not None else self.workspace.utc_now()
+                when = hit[1].created_at if hit is not None else self.space.workspace.utc_now()
                 msg = message_to_msg(message, created_at=when)
             seen[message.id] = (message, msg)
             out.append(msg)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
@@ -11,7 +12,7 @@ from memdir.errors import MemdirError
 from memdir.store.workspace import Workspace
 from memdir.tools import TOOL_DESCRIPTIONS, TOOL_FUNCTIONS, TOOL_SCHEMAS, call_tool
 
-__all__ = ["memdir_tools"]
+__all__ = ["memdir_tools", "workspace_tools"]
 
 _READ_FILE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -48,12 +49,21 @@ def memdir_tools(
     A tool never raises into the agent: a failure is an ``Error: ...`` text the model can act on.
     """
     ws = Workspace.coerce(workspace)
+    return workspace_tools(lambda: ws, memory=memory, files=files)
+
+
+def workspace_tools(
+    resolve: Callable[[], Workspace], *, memory: bool = True, files: bool = False
+) -> list[BaseTool]:
+    """:func:`memdir_tools` over the workspace ``resolve()`` gives each time a tool runs (the
+    namespace of the run that calls it); a :class:`MemdirError` of ``resolve`` is the tool's
+    ``Error: ...`` text."""
     tools: list[BaseTool] = []
     if memory:
         for name in TOOL_FUNCTIONS:
             tools.append(
                 StructuredTool.from_function(
-                    func=_memory_tool(name, ws),
+                    func=_memory_tool(name, resolve),
                     name=name,
                     description=TOOL_DESCRIPTIONS[name],
                     args_schema=TOOL_SCHEMAS[name],
@@ -63,7 +73,7 @@ def memdir_tools(
         description = (read_file.__doc__ or "").split("\n\n", 1)[0]
         tools.append(
             StructuredTool.from_function(
-                func=_read_file_tool(ws),
+                func=_read_file_tool(resolve),
                 name="read_file",
                 description=description,
                 args_schema=_READ_FILE_SCHEMA,
@@ -72,17 +82,21 @@ def memdir_tools(
     return tools
 
 
-def _memory_tool(name: str, ws: Workspace) -> Any:
+def _memory_tool(name: str, resolve: Callable[[], Workspace]) -> Any:
     def run(**arguments: Any) -> str:
+        try:
+            ws = resolve()
+        except MemdirError as exc:
+            return f"Error: {exc}"
         return call_tool(name, arguments, workspace=ws)
 
     return run
 
 
-def _read_file_tool(ws: Workspace) -> Any:
+def _read_file_tool(resolve: Callable[[], Workspace]) -> Any:
     def run(**arguments: Any) -> str:
         try:
-            return read_file(**arguments, workspace=ws)
+            return read_file(**arguments, workspace=resolve())
         except (MemdirError, OSError, TypeError, ValueError) as exc:
             return f"Error: {exc}"
 

@@ -23,7 +23,12 @@ from memdir.agent._runtime import BackgroundTasks
 from memdir.compaction import CompactionConfig, CompactionResult, ConversationCompactor
 from memdir.errors import ConfigError
 from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
-from memdir.memory import MemoryFlushManager
+from memdir.memory import (
+    MaintenanceConfig,
+    MemoryConsolidator,
+    MemoryFlushManager,
+    MemoryMaintenanceScheduler,
+)
 from memdir.messages import Msg, ToolUseBlock
 from memdir.models import ChatModel, model_from_string
 from memdir.redact import redact
@@ -76,7 +81,8 @@ class MemdirCompaction(AbstractCapability[Any]):
     """memdir's context management for a Pydantic AI agent: ``capabilities=[MemdirCompaction(ws)]``.
 
     Before each model request it appends the conversation to ``sessions/<session_id>.log.jsonl``
-    (each message once, secrets masked), moves tool returns over
+    (each message once, secrets masked; what the run adds after its last request, its final
+    answer, is appended when the run ends), moves tool returns over
     ``tool_result_eviction.max_result_chars`` to ``large_tool_results/``, and, when a trigger of
     ``compaction`` fires, compacts with :class:`~memdir.compaction.ConversationCompactor`:
     memory is flushed from the messages about to be summarised, and a summary request takes
@@ -84,7 +90,8 @@ class MemdirCompaction(AbstractCapability[Any]):
     separated; if the summary fails the history is left as it was). Its instructions add the
     date, memory guidance, ``AGENTS.md`` and a budgeted ``MEMORY.md``; its toolset is memdir's
     memory tools. After each run new facts are flushed to the daily ledger in the background
-    (:meth:`aclose` waits for them).
+    (:meth:`aclose` waits for them); with ``maintenance=``, a background thread consolidates
+    the ledgers into ``MEMORY.md``.
 
     Args:
         workspace: the workspace, or its path.
@@ -99,6 +106,10 @@ class MemdirCompaction(AbstractCapability[Any]):
         inject_memory: put ``MEMORY.md`` in the instructions.
         inject_agents_md: put ``AGENTS.md`` in the instructions.
         max_context_tokens: the budget of ``AGENTS.md`` and ``MEMORY.md``.
+        maintenance: consolidate the ledgers into ``MEMORY.md`` (with ``memory_model``), archive
+            and prune on a background thread (a
+            :class:`~memdir.memory.MemoryMaintenanceScheduler`, started at the first run,
+            stopped by :meth:`aclose`); ``None`` leaves it to ``memdir maintain``.
         namespace: the caller's namespace in the workspace.
 
     Raises:
@@ -120,10 +131,13 @@ class MemdirCompaction(AbstractCapability[Any]):
         inject_memory: bool = True,
         inject_agents_md: bool = True,
         max_context_tokens: int = 8_000,
+        maintenance: MaintenanceConfig | None = None,
         namespace: str | None = None,
     ) -> None:
         if compaction is not None and not isinstance(compaction, CompactionConfig):
             raise ConfigError("compaction must be a CompactionConfig or None")
+        if maintenance is not None and not isinstance(maintenance, MaintenanceConfig):
+            raise ConfigError("maintenance must be a MaintenanceConfig or None")
         if tool_result_eviction is not None and not isinstance(
             tool_result_eviction, ToolResultEvictionConfig
         ):
@@ -140,10 +154,21 @@ class MemdirCompaction(AbstractCapability[Any]):
         self.last_compaction: CompactionResult | None = None
         """The latest compaction that changed the history (``None`` before the first)."""
         summary_model = _as_model(model, "model")
+        memory = _as_model(memory_model, "memory_model") if memory_model else summary_model
+        self.scheduler: MemoryMaintenanceScheduler | None = None
+        """The maintenance thread (``maintenance=``), or ``None``."""
+        if maintenance is not None:
+            consolidator = MemoryConsolidator(
+                self.workspace, memory, max_memory_tokens=maintenance.max_memory_tokens
+            )
+            self.scheduler = MemoryMaintenanceScheduler(
+                self.workspace, consolidator, config=maintenance
+            )
         self.flush_manager: MemoryFlushManager | None = None
         if memory_flush:
-            memory = _as_model(memory_model, "memory_model") if memory_model else summary_model
-            self.flush_manager = MemoryFlushManager(self.workspace, memory)
+            self.flush_manager = MemoryFlushManager(
+                self.workspace, memory, scheduler=self.scheduler
+            )
         self.compactor: ConversationCompactor | None = None
         if compaction is not None:
             self.compactor = ConversationCompactor(
@@ -212,17 +237,32 @@ class MemdirCompaction(AbstractCapability[Any]):
             ctx.messages[:] = rebuilt
         return request_context
 
+    async def before_run(self, ctx: RunContext[Any]) -> None:
+        """Start the maintenance thread (``maintenance=``) at the first run."""
+        if self.scheduler is not None and not self.scheduler.running:
+            self.scheduler.start()
+
     async def after_run(
         self, ctx: RunContext[Any], *, result: AgentRunResult[Any]
     ) -> AgentRunResult[Any]:
-        """Flush new facts of the run to the daily ledger, in the background."""
+        """Log what the run added since its last model request (its final answer), then
+        flush new facts of the run to the daily ledger in the background."""
+        msgs = self._convert(list(result.all_messages()))
+        # Not fsync'd here (the run's prompt was, before its request): the next append to
+        # this log, fsync'd, makes it durable; until then a crash of the process loses nothing.
+        await self._log(msgs, fsync=False)
         if self.flush_manager is not None:
-            self._flush_in_background(self._convert(list(result.all_messages())))
+            self._flush_in_background(msgs)
         return result
 
     async def aclose(self) -> None:
-        """Wait for the background flushes to finish."""
+        """Wait for the background flushes to finish and stop the maintenance thread.
+
+        The capability may run again after this (maintenance starts again with the run).
+        """
         await self._background.drain()
+        if self.scheduler is not None and self.scheduler.running:
+            await asyncio.to_thread(self.scheduler.stop)
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -243,7 +283,7 @@ class MemdirCompaction(AbstractCapability[Any]):
             self._cache = {k: v for k, v in cache.items() if k in live}
         return out
 
-    async def _log(self, msgs: list[Msg]) -> None:
+    async def _log(self, msgs: list[Msg], *, fsync: bool = True) -> None:
         """Append the messages this capability has not logged yet, masked.
 
         The log skips what it holds anyway (another process may have logged a message);
@@ -256,7 +296,7 @@ class MemdirCompaction(AbstractCapability[Any]):
         if self.redactor is not None:
             redactor = self.redactor
             fresh = [mask_metadata(m, MESSAGE_KEY, redactor, opaque=_OPAQUE) for m in fresh]
-        await asyncio.to_thread(self.log.append, fresh)
+        await asyncio.to_thread(self.log.append, fresh, fsync=fsync)
         self._logged.update(m.id for m in fresh)
 
     async def _flush_before_compaction(self, msgs: Sequence[Msg], *, session_id: str) -> None:
