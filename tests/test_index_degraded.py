@@ -48,8 +48,27 @@ class _Warnings(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+def _preload() -> None:
+    """Import what the scenarios may import, while the interpreter's own files can be read.
+
+    memdir imports most modules on first use; as ``nobody`` a Python installed under
+    ``/root`` could not read them any more (a user can read their own Python).
+    """
+    import importlib
+    import pkgutil
+
+    import memdir
+
+    for found in pkgutil.walk_packages(memdir.__path__, "memdir."):
+        if not found.name.startswith(("memdir.adapters.", "memdir.server")):
+            importlib.import_module(found.name)
+    for name in ("rich.console", "rich.table", "rich.progress", "rich.markup", "colorsys"):
+        importlib.import_module(name)
+
+
 def _child(root: str, scenario: str, mode: str, out: Any) -> None:
     """Run ``scenario`` read-only (``mode="ro"``) or with no room to grow a file (``"full"``)."""
+    _preload()
     if mode == "ro" and os.geteuid() == 0:
         os.setgroups([])
         os.setgid(NOBODY)
