@@ -81,9 +81,10 @@ bounds the rest at about a third of a full window.
 DEFAULT_MIN_SIMILARITY = 0.3
 """The similarity floor of an embedder that declares none (see :class:`Embedder`).
 
-Not measured: the hosted models' unrelated texts score about 0-0.2 (``text-embedding-3-*``,
-``all-minilm``) or 0.3-0.45 (``nomic-embed-text``, ``bge-m3``), their matches above 0.35, so
-0.3 cuts the first kind's noise and none of their matches. Calibrate your own embedder with
+Not measured here (no hosted model runs offline): a guess that keeps the matches of the
+common hosted models, whose unrelated texts are commonly reported at about 0-0.2
+(``text-embedding-3-*``, ``all-minilm``) or 0.3-0.45 (``nomic-embed-text``, ``bge-m3``).
+It cuts the first kind's noise, and less of the second's. Calibrate a model with
 ``benchmarks/hybrid_floor.py`` (docs/search.md)."""
 E5_MIN_SIMILARITY = 0.825
 """The similarity floor of the e5 embedder (:attr:`E5Embedder.min_similarity`): a line found
