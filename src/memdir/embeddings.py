@@ -90,13 +90,14 @@ E5_MIN_SIMILARITY = 0.825
 """The similarity floor of the e5 embedder (:attr:`E5Embedder.min_similarity`): a line found
 only by the vector ranking is a result when its cosine similarity to the query reaches it.
 
-e5's similarities are crowded (unrelated lines 0.75-0.88, relevant ones 0.78-0.93); this is
+e5's similarities are crowded (unrelated lines 0.75-0.91, relevant ones 0.77-0.92); this is
 where junk queries stop finding lines and relevant ones are still found (docs/benchmarks.md).
 """
 E5_CJK_MIN_SIMILARITY = 0.85
 """e5's floor for a query written with Chinese, Japanese or Korean characters: e5 puts two
 Chinese texts closer together than two English ones, whatever they say (the best line of a
-Chinese junk query scores 0.80-0.85, of an English one 0.71-0.85; docs/benchmarks.md)."""
+Chinese junk query in a Chinese memory scores 0.80-0.86, of an English one 0.71-0.86;
+docs/benchmarks.md)."""
 _CJK = re.compile(
     "[\u1100-\u11ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
 )
