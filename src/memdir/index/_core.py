@@ -10,9 +10,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from memdir.embeddings import Embedder, embedder_from_string
+from memdir.embeddings import Embedder, check_min_similarity, embedder_from_string
 from memdir.errors import ConfigError, IndexError_, ModelError, ToolInputError, WorkspaceError
-from memdir.index._clauses import question_clauses, rank_fusion
+from memdir.index._clauses import question_clauses
 from memdir.index._default_embedder import AUTO, OFF, resolve
 from memdir.index._engine import Engine, FileSnapshot
 from memdir.index._fallback import Unwritable
@@ -23,8 +23,11 @@ from memdir.index._hybrid import (
     dense_weight,
     embed_pending,
     fuse,
+    lexical_rows,
+    min_similarity,
     nearest,
     query_vector,
+    vector_ranking,
 )
 from memdir.index._indexing import MAX_SEGMENTS, Damaged, sync_one, sync_workspace
 from memdir.index._paths import check_memory_path, snapshot_of_text
@@ -110,6 +113,10 @@ class MemoryIndex:
                 "embedder must be None, False, a name such as 'e5', or an Embedder "
                 f"(with name, dim, embed_documents and embed_query), not {type(embedder).__name__}"
             )
+        if embedder is not None and embedder is not False:
+            declared = getattr(embedder, "min_similarity", None)
+            if declared is not None:
+                check_min_similarity(declared, "the embedder's min_similarity")
         self._embedder_arg: Embedder | bool | None = embedder
         self._vectors: VectorStore | PgVectors
         self._settings: SearchSettings | StoreSettings
@@ -318,6 +325,7 @@ class MemoryIndex:
         terms = analyze_query(query)
         questions = question_clauses(query, terms)
         dense, vectors = self._query_side([query, *(q.text for q in questions)], terms)
+        floor = 0.0 if dense is None else min_similarity(dense.embedder, query)
         today = self.workspace.today()
 
         def lexical(engine: Engine, depth: int) -> list[SearchHit]:
@@ -334,12 +342,14 @@ class MemoryIndex:
                 except IndexError_ as exc:  # vectors.db cannot be read or replaced
                     self._warn_once(f"memdir search is lexical only: {exc}")
                     found = []
-                if len(found) > 1:  # a compound question: each question's nearest lines
-                    found = [rank_fusion([[rowid for rowid, _ in near] for near in found])]
-                near = found[0][:depth] if found else []
-                if not near:
+                rows = lexical_rows(engine, words)
+                near, hidden = vector_ranking(found, set(rows), floor)
+                if len(hidden) == len(near):  # nothing to add: the lexical ranking as it is
                     return words[:limit]
-                return fuse(engine, words, near, limit, weight=dense_weight(terms))
+                weight = dense_weight(terms)
+                return fuse(
+                    engine, words, near[:depth], limit, weight=weight, rows=rows, hidden=hidden
+                )
 
         return self._run(go, writes=False)
 

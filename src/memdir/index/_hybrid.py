@@ -7,15 +7,19 @@ nearest lines with the lexical ranking (:func:`fuse`).
 
 from __future__ import annotations
 
+import math
+import os
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from memdir.embeddings import embedding_query
+from memdir.embeddings import DEFAULT_MIN_SIMILARITY, check_min_similarity, embedding_query
 from memdir.errors import ConfigError
+from memdir.index._clauses import rank_fusion
 from memdir.index._engine import Engine
 from memdir.index._pg_vectors import PgVectors
 from memdir.index._query import Term, is_conversation
@@ -35,12 +39,16 @@ __all__ = [
     "CONVERSATION_DENSE_WEIGHT",
     "DENSE_WEIGHT",
     "FUSION_DEPTH",
+    "MIN_SIMILARITY_ENV",
     "RRF_K",
     "dense_weight",
     "embed_pending",
     "fuse",
+    "lexical_rows",
+    "min_similarity",
     "nearest",
     "query_vector",
+    "vector_ranking",
 ]
 
 FUSION_DEPTH = 50
@@ -53,6 +61,8 @@ stronger one wherever the query shares words with the memory (docs/benchmarks.md
 CONVERSATION_DENSE_WEIGHT = 1.0
 """:data:`DENSE_WEIGHT` for a conversation (:func:`memdir.index._query.is_conversation`): its
 many words dilute the lexical ranking, while its meaning is what an embedding captures."""
+MIN_SIMILARITY_ENV = "MEMDIR_MIN_SIMILARITY"
+"""Environment variable that replaces the similarity floor of every embedder."""
 
 
 QUERY_CACHE_SIZE = 256
@@ -91,6 +101,68 @@ def query_vector(dense: DenseIndex, query: str) -> npt.NDArray[np.float32]:
         while len(_QUERY_CACHE) > QUERY_CACHE_SIZE:
             _QUERY_CACHE.popitem(last=False)
     return vector
+
+
+_WARNED_ENV: set[str] = set()
+
+
+def min_similarity(embedder: Embedder, query: str) -> float:
+    """The cosine similarity a line found only by the vector ranking must reach for ``query``.
+
+    ``$MEMDIR_MIN_SIMILARITY`` when set (a number from -1 to 1; another value is ignored with
+    a warning), else the embedder's ``similarity_floor(query)`` (the bundled e5 has one),
+    else its ``min_similarity`` attribute, else :data:`DEFAULT_MIN_SIMILARITY`.
+
+    Raises:
+        ConfigError: the embedder declares a floor that is not a number from -1 to 1.
+    """
+    text = os.environ.get(MIN_SIMILARITY_ENV, "").strip()
+    if text:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if -1 <= value <= 1:
+            return value
+        if text not in _WARNED_ENV:
+            _WARNED_ENV.add(text)
+            warnings.warn(
+                f"{MIN_SIMILARITY_ENV}={text!r} is ignored: it must be a number from -1 to 1",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+    floor_of = getattr(embedder, "similarity_floor", None)
+    if callable(floor_of):
+        return check_min_similarity(
+            floor_of(query), f"embedder {embedder.name!r}: similarity_floor"
+        )
+    declared = getattr(embedder, "min_similarity", None)
+    if declared is None:
+        return DEFAULT_MIN_SIMILARITY
+    return check_min_similarity(declared, f"embedder {embedder.name!r}: min_similarity")
+
+
+def vector_ranking(
+    found: Sequence[list[tuple[int, float]]], lexical: set[int], floor: float
+) -> tuple[list[int], set[int]]:
+    """The vector side of a fusion: row ids best first, and those not to be shown.
+
+    ``found`` holds the nearest units of each query vector (the query, then each question
+    of a compound question), as ``(row id, similarity)``; several rankings are fused by rank
+    (:func:`memdir.index._clauses.rank_fusion`). A unit the lexical ranking did not find
+    (its row id is not in ``lexical``) is shown only if its similarity to one of the vectors
+    reaches ``floor``: an embedder finds a nearest line for any query, however unrelated.
+    The units below it keep their places in the ranking, so the lines shown are ranked as
+    without a floor.
+    """
+    best: dict[int, float] = {}
+    for near in found:
+        for rowid, sim in near:
+            best[rowid] = max(sim, best.get(rowid, sim))
+    hidden = {rowid for rowid, sim in best.items() if sim < floor and rowid not in lexical}
+    if len(found) == 1:
+        return [rowid for rowid, _ in found[0]], hidden
+    return [rowid for rowid, _ in rank_fusion([[r for r, _ in near] for near in found])], hidden
 
 
 def nearest(
@@ -173,28 +245,44 @@ def dense_weight(terms: Sequence[Term]) -> float:
     return CONVERSATION_DENSE_WEIGHT if is_conversation(terms) else DENSE_WEIGHT
 
 
+def lexical_rows(engine: Engine, lexical: Sequence[SearchHit]) -> list[int]:
+    """The row ids of ``lexical`` hits, in order."""
+    ids = {info.path: file_id for file_id, info in engine.files_by_id().items()}
+    return [ids[hit.path] << LINE_BITS | hit.line_number for hit in lexical]
+
+
 def fuse(
     engine: Engine,
     lexical: list[SearchHit],
-    near: list[tuple[int, float]],
+    near: Sequence[int],
     limit: int,
     *,
     weight: float = DENSE_WEIGHT,
+    rows: Sequence[int] | None = None,
+    hidden: set[int] | frozenset[int] = frozenset(),
 ) -> list[SearchHit]:
-    """Reciprocal rank fusion of the lexical hits and the nearest vectors.
+    """Reciprocal rank fusion of the lexical hits and the vector ranking ``near`` (row ids,
+    :func:`vector_ranking`).
 
-    ``weight`` scales the vector ranking (:func:`dense_weight`).
+    ``weight`` scales the vector ranking (:func:`dense_weight`); ``rows``: the row ids of
+    the lexical hits when known (:func:`lexical_rows`); ``hidden``: row ids ranked but not
+    returned (below the similarity floor).
     """
-    ids = {info.path: file_id for file_id, info in engine.files_by_id().items()}
     scores: dict[int, float] = {}
     hits: dict[int, SearchHit] = {}
-    for rank, hit in enumerate(lexical, start=1):
-        rowid = ids[hit.path] << LINE_BITS | hit.line_number
+    for rank, (rowid, hit) in enumerate(
+        zip(lexical_rows(engine, lexical) if rows is None else rows, lexical, strict=True),
+        start=1,
+    ):
         hits[rowid] = hit
         scores[rowid] = 1.0 / (RRF_K + rank)
-    for rank, (rowid, _) in enumerate(near, start=1):
+    for rank, rowid in enumerate(near, start=1):
         scores[rowid] = scores.get(rowid, 0.0) + weight / (RRF_K + rank)
-    order = sorted(scores, key=lambda rowid: (-scores[rowid], -rowid))
+    order = [
+        rowid
+        for rowid in sorted(scores, key=lambda rowid: (-scores[rowid], -rowid))
+        if rowid not in hidden
+    ]
     missing = [rowid for rowid in order if rowid not in hits]
     for row in engine.fetch(missing):
         hits[row.rowid] = hit_of(row, 0.0)
