@@ -14,6 +14,7 @@ import pytest
 
 from memdir.errors import ConfigError, ModelError
 from memdir.memory import MemoryConsolidator, read_consolidation_log
+from memdir.memory import consolidate as consolidate_module
 from memdir.memory._lease import Lease
 from memdir.models import CURRENT_KEY, ENTRIES_KEY, MAX_CHARS_KEY, TASK_KEY
 from memdir.store.ledger import append_bullets
@@ -269,6 +270,26 @@ async def test_a_user_edit_during_the_call_is_not_overwritten(ws: Workspace) -> 
     result = await MemoryConsolidator(ws, FunctionModel(edit_then_answer)).consolidate()
     assert result.skipped == "memory_changed"
     assert "typed by the user" in ws.read_text("MEMORY.md")
+
+
+async def test_an_edit_between_the_check_and_the_write_is_not_overwritten(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the last moment: after the consolidator compared MEMORY.md, before it replaced it
+    ws.write_text("MEMORY.md", "# Memory\n- one\n")
+    add(ws, "two")
+
+    def edit_there(name: str) -> None:
+        if name == "consolidate:before-replace":
+            ws.write_text("MEMORY.md", "# Memory\n- one\n- typed by the user\n")
+
+    monkeypatch.setattr(consolidate_module, "pause_point", edit_there)
+    result = await MemoryConsolidator(ws, FunctionModel(merge)).consolidate()
+    assert result.skipped == "memory_changed" and not result.added
+    assert ws.read_text("MEMORY.md") == "# Memory\n- one\n- typed by the user\n"
+    monkeypatch.undo()
+    again = await MemoryConsolidator(ws, FunctionModel(merge)).consolidate()  # not lost either
+    assert again.added == ("two",) and "typed by the user" in ws.read_text("MEMORY.md")
 
 
 async def test_dry_run_writes_nothing(ws: Workspace) -> None:

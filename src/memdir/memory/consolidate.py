@@ -362,7 +362,8 @@ class MemoryConsolidator:
         if not lease.verify():
             log.warning("consolidation: lost the lease during the model call; nothing written")
             return "lease_lost"
-        now_bytes = _read_bytes(ws)
+        found = ws.read_versioned(MEMORY_MD)
+        now_bytes = found.data if found is not None else None
         now_text = now_bytes.decode("utf-8", errors="replace") if now_bytes else ""
         if now_text != before:
             log.warning("consolidation: MEMORY.md changed during the run; it was left as is")
@@ -378,7 +379,13 @@ class MemoryConsolidator:
         state.pending_sha256 = sha256(encoded)
         state.pending_files = dict(marks)
         state.save(ws)
-        ws.write_text(MEMORY_MD, final)
+        # A compare-and-swap: an edit made since the read above (a person, another writer)
+        # is kept, never overwritten; its entries are consolidated by the next run.
+        if not ws.replace_if(MEMORY_MD, final, found.version if found is not None else None):
+            state.recover(None)
+            state.save(ws)
+            log.warning("consolidation: MEMORY.md changed during the run; it was left as is")
+            return "memory_changed"
         pause_point("consolidate:after-replace")
         state.recover(sha256(encoded))
         state.save(ws)
