@@ -25,9 +25,14 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, ClassVar
 
-from psycopg import sql
-
 from memdir.errors import WorkspaceError
+from memdir.store.postgres._connect import INSTALL_HINT
+
+try:
+    from psycopg import sql
+except ImportError as exc:  # without the extra: one line saying what to install
+    raise WorkspaceError(INSTALL_HINT) from exc
+
 from memdir.store._base import Entry, FileStat, Store, Versioned
 from memdir.store._files import lock_name
 from memdir.store._safeopen import Area, PathMissing, PathRefused, shown_path

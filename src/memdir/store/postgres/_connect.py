@@ -6,32 +6,39 @@ again on a fresh one, a few times with back-off: the operations are written to b
 again (an append carries a key, a rewrite a writer id, so a commit whose answer was lost is
 recognised instead of repeated). Nothing is prepared on the server and no session state is
 kept between transactions, so a transaction-pooling proxy (pgbouncer) may sit in between.
+
+The pool is opened by one plain connection first (:func:`~._diagnose.why_not`): a server that
+cannot be reached is one line saying why (connection refused, unknown host, authentication
+failed...), at once or within ``connect_timeout``, instead of the pool's retries and logs.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import random
-import re
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from memdir.errors import ConfigError, WorkspaceError
+from memdir.errors import WorkspaceError
 from memdir.store._urls import is_postgres_url, redact_url
+from memdir.store.postgres._diagnose import why_not
+from memdir.store.postgres._url import read_url
 
 __all__ = ["INSTALL_HINT", "Database", "database", "is_postgres_url", "redact_url"]
 
-INSTALL_HINT: Final = "a PostgreSQL workspace needs psycopg 3: pip install 'memdir[postgres]'"
+INSTALL_HINT: Final = (
+    "a PostgreSQL workspace needs psycopg 3, which is not installed: pip install 'memdir[postgres]'"
+)
 logger = logging.getLogger("memdir.store")
+# The pool logs each failed connection attempt; memdir reports the failure itself, in one
+# line. A handler of memdir's keeps those records off stderr when the application configured
+# no logging (Python's last-resort handler); an application's own handlers still get them.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 _T = TypeVar("_T")
-_SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _ATTEMPTS: Final = 5
-_OWN_PARAMS: Final = ("schema", "pool_size")
 
 
 class Database:
@@ -40,73 +47,63 @@ class Database:
     Args:
         url: ``postgresql://user:password@host:port/dbname``; memdir's own query parameters
             are ``schema`` (default ``memdir``) and ``pool_size`` (default 4); the others go to
-            libpq (``sslmode``, ``connect_timeout``...).
+            libpq (``sslmode``, ``connect_timeout`` (default 10 s)...).
+
+    Raises:
+        WorkspaceError: psycopg is not installed, or the URL is malformed.
     """
 
     def __init__(self, url: str) -> None:
         try:
             import psycopg
-            from psycopg_pool import ConnectionPool, PoolTimeout
+            import psycopg_pool
         except ImportError as exc:
-            raise ConfigError(INSTALL_HINT) from exc
-        self._pool_timeout = PoolTimeout
-        parts = urlsplit(url)
-        params = dict(parse_qsl(parts.query))
-        self.schema = params.pop("schema", "memdir")
-        if not _SCHEMA.fullmatch(self.schema):
-            raise ConfigError(
-                f"invalid schema {self.schema!r} in the workspace URL: use lowercase letters, "
-                "digits and _"
-            )
-        try:
-            size = int(params.pop("pool_size", "4"))
-        except ValueError:
-            raise ConfigError("pool_size in the workspace URL must be a whole number") from None
-        if not 1 <= size <= 64:
-            raise ConfigError("pool_size in the workspace URL must be between 1 and 64")
-        params.setdefault("connect_timeout", "10")
-        try:
-            self._connect_timeout = max(1.0, float(params["connect_timeout"]))
-        except ValueError:
-            raise ConfigError("connect_timeout in the workspace URL must be a number") from None
-        params.setdefault("application_name", "memdir")
+            raise WorkspaceError(INSTALL_HINT) from exc
+        settings = read_url(url, psycopg)
         self.url = url
         self.shown = redact_url(url)
-        self._psycopg = psycopg
-        conninfo = urlunsplit(parts._replace(query=urlencode(params)))
-        self.conninfo = conninfo
+        self.schema = settings.schema
+        self.conninfo = settings.conninfo
         """The libpq connection string (memdir's own parameters removed)."""
-        self._pool = ConnectionPool(
-            conninfo,
-            min_size=1,
-            max_size=size,
-            open=False,
-            kwargs={"autocommit": False, "prepare_threshold": None},
-            timeout=self._connect_timeout + 5.0,
-            reconnect_timeout=300.0,
-            name="memdir",
-        )
+        self._size = settings.pool_size
+        self.connect_timeout = settings.connect_timeout
+        """Seconds a connection may take (the URL's ``connect_timeout``, default 10)."""
+        self._wait = settings.connect_timeout + 5.0  # for a connection of the pool
+        self._psycopg = psycopg
+        self._pools = psycopg_pool
+        self._pool: Any = None
         self._pid = os.getpid()
-        self._opened = False
         self._open_lock = threading.Lock()
         self.migrated = False
 
-    def _ensure_open(self) -> None:
-        if self._opened:
-            return
+    def _ensure_open(self) -> Any:
+        pool = self._pool
+        if pool is not None:
+            return pool
         with self._open_lock:
-            if not self._opened:
+            if self._pool is None:
+                cause = why_not(self._psycopg, self.conninfo, self.connect_timeout)
+                if cause is not None:
+                    raise WorkspaceError(f"cannot connect to PostgreSQL at {self.shown}: {cause}")
+                pool = self._pools.ConnectionPool(
+                    self.conninfo,
+                    min_size=1,
+                    max_size=self._size,
+                    open=False,
+                    kwargs={"autocommit": False, "prepare_threshold": None},
+                    timeout=self._wait,
+                    reconnect_timeout=300.0,
+                    name="memdir",
+                )
                 try:
-                    # The first connection is awaited here, so an unreachable server is an
-                    # error within connect_timeout instead of a long wait later.
-                    self._pool.open(wait=True, timeout=self._connect_timeout)
-                except Exception as exc:
-                    with contextlib.suppress(Exception):
-                        self._pool.close()
+                    pool.open(wait=True, timeout=self.connect_timeout)
+                except self._pools.PoolTimeout as exc:  # the server went away meanwhile
+                    pool.close()
                     raise WorkspaceError(
                         f"cannot connect to PostgreSQL at {self.shown}: {_first_line(exc)}"
                     ) from exc
-                self._opened = True
+                self._pool = pool
+            return self._pool
 
     def transaction(
         self, fn: Callable[[Any], _T], *, read_only: bool = False, autocommit: bool = False
@@ -121,11 +118,11 @@ class Database:
             WorkspaceError: the database cannot be reached, or keeps failing.
         """
         psycopg = self._psycopg
-        self._ensure_open()
+        pool = self._ensure_open()
         delay = 0.1
         for attempt in range(1, _ATTEMPTS + 1):
             try:
-                with self._pool.connection() as conn:
+                with pool.connection() as conn:
                     if conn.autocommit != autocommit:  # idle: no round trip
                         conn.autocommit = autocommit
                     if autocommit:
@@ -134,10 +131,11 @@ class Database:
                     conn.read_only = read_only
                     with conn.transaction(), conn.cursor() as cur:
                         return fn(cur)
-            except self._pool_timeout as exc:
+            except self._pools.PoolTimeout as exc:
+                cause = why_not(psycopg, self.conninfo, self.connect_timeout)
                 raise WorkspaceError(
-                    f"no connection to PostgreSQL at {self.shown} within "
-                    f"{self._connect_timeout + 5:g} s: {_first_line(exc)}"
+                    f"no connection to PostgreSQL at {self.shown} within {self._wait:g} s: "
+                    f"{cause or _first_line(exc)}"
                 ) from exc
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
                 if attempt == _ATTEMPTS or not _transient(exc):
@@ -155,10 +153,11 @@ class Database:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
-        """Close every connection of the pool."""
-        if self._opened:
-            self._pool.close()
-            self._opened = False
+        """Close every connection of the pool (a later transaction opens a new one)."""
+        with self._open_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
 
 def _transient(exc: Exception) -> bool:
