@@ -58,6 +58,8 @@ class Server:
     ``netns`` runs it in that network namespace, listening on ``listen`` and trusting the
     clients of the network ``clients`` (for example ``10.0.0.0/8``); by default it listens on
     loopback only. ``options`` are more ``postgres`` options (``-c fsync=on``: the last wins).
+    With a ``password``, TCP clients must give it (user ``postgres``, SCRAM); without, every
+    client is trusted.
     """
 
     def __init__(
@@ -68,8 +70,10 @@ class Server:
         listen: str = "127.0.0.1",
         clients: str | None = None,
         options: str = "",
+        password: str | None = None,
     ) -> None:
         self.bindir = bindir
+        self.password = password
         self.netns = netns
         self.listen = listen
         self.clients = clients
@@ -88,10 +92,18 @@ class Server:
 
     def start(self) -> str:
         data = self.top / "data"
+        auth = ["--auth=trust"]
+        if self.password is not None:
+            secret = self.top / "password"
+            secret.write_text(self.password, encoding="utf-8")
+            if self.user is not None:
+                info = pwd.getpwnam(self.user)
+                os.chown(secret, info.pw_uid, info.pw_gid)
+            auth = ["--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={secret}"]
         subprocess.run(
             self._cmd(
                 str(self.bindir / "initdb"), "-D", str(data), "-U", "postgres",
-                "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8",
+                *auth, "-E", "UTF8", "--locale=C.UTF-8",
             ),
             check=True, capture_output=True, timeout=300,
         )  # fmt: skip

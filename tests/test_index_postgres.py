@@ -311,7 +311,8 @@ def test_an_index_made_before_the_posting_lists_gets_them_when_migrated(
 
     local = Workspace(tmp_path / "ws", tz="UTC")
     _fill(local)
-    older = {v: steps for v, steps in _schema.MIGRATIONS.items() if v < 5}
+    # All but migration 5: the store's writes need the write keys of migration 6.
+    older = {v: steps for v, steps in _schema.MIGRATIONS.items() if v != 5}
     with monkeypatch.context() as patch:
         patch.setattr(_schema, "MIGRATIONS", older)
         ws = Workspace(pg_url, tz="UTC")

@@ -7,7 +7,10 @@ one type. Messages are one line and say what to do next.
 
     MemdirError
     ├── ConfigError          bad configuration or a missing setting (e.g. an API key)
-    ├── WorkspaceError       a path outside the workspace, an unreadable or unwritable file
+    ├── WorkspaceError       a path outside the workspace, an unreadable or unwritable file,
+    │   │                    a database that cannot be reached (the write was not made)
+    │   └── OutcomeUnknownError  a write was sent, then the database went away before it
+    │                            answered: it may or may not be written (its key says which)
     ├── IndexError_          the search index cannot be used (see IndexCorruptError)
     │   └── IndexCorruptError   the database is damaged or from a foreign version
     ├── ModelError           a model provider failed (HTTP error, bad payload, timeout)
@@ -33,6 +36,7 @@ __all__ = [
     "IndexError_",
     "MemdirError",
     "ModelError",
+    "OutcomeUnknownError",
     "SessionLogError",
     "ToolInputError",
     "WorkspaceError",
@@ -49,6 +53,25 @@ class ConfigError(MemdirError):
 
 class WorkspaceError(MemdirError):
     """A workspace path is invalid, outside the workspace, or cannot be read or written."""
+
+
+class OutcomeUnknownError(WorkspaceError):
+    """A write reached the database, which then went away before it answered.
+
+    The write may or may not have been made; any other :class:`WorkspaceError` from a write
+    means it was not. Each write carries a key, kept with it when it is made: once the database
+    is back, ``PostgresStore.was_written(key)`` says whether it was made (then do not write it
+    again).
+
+    Attributes:
+        key: the write's key (a UUID, as text).
+        what: the write, for messages (``"the append to memory/2026-01-02.md"``).
+    """
+
+    def __init__(self, message: str, *, key: str, what: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.what = what
 
 
 class IndexError_(MemdirError):

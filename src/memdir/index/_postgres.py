@@ -96,12 +96,14 @@ class PostgresEngine(PgFiles):
         workspace.init()  # the schema, with the index tables, is migrated
         import psycopg
 
+        from memdir.store.postgres._diagnose import explain
+
         try:
             conn = psycopg.connect(store.db.conninfo, autocommit=True)
         except psycopg.Error as exc:
+            cause, _ = explain(exc, store.db.connect_timeout)
             raise IndexError_(
-                f"cannot connect to PostgreSQL at {store.db.shown} for the search index: "
-                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+                f"cannot connect to PostgreSQL at {store.db.shown} for the search index: {cause}"
             ) from exc
         return cls(conn, store.db.schema, store.ns)
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+import re
 
 __all__ = ["is_postgres_url", "redact_url"]
+
+# A password may also be given as a query parameter (libpq reads ``?password=...``).
+_PASSWORD_PARAM = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
 
 
 def is_postgres_url(value: object) -> bool:
@@ -13,10 +16,19 @@ def is_postgres_url(value: object) -> bool:
 
 
 def redact_url(url: str) -> str:
-    """``url`` without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """``url`` without its password (in the user part or the query), for messages and logs.
+
+    Works on malformed URLs too (an unclosed ``[``, a port that is not a number): they are
+    shown in error messages.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
         return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    # Up to the last "@" before the query: a password may hold an unencoded "/" or "@"
+    # (over-masking a strange database name is the safe mistake).
+    end = min((i for i in (rest.find(c) for c in "?#") if i >= 0), default=len(rest))
+    user_info, at, after = rest[:end].rpartition("@")
+    if at and ":" in user_info:
+        rest = f"{user_info.split(':', 1)[0]}:***@{after}{rest[end:]}"
+    rest = _PASSWORD_PARAM.sub(r"\1***", rest)
+    return f"{scheme}{sep}{rest}"

@@ -7,11 +7,14 @@ as on disk, so the memory code, the CLI and the tools work unchanged:
 - a file is a row of ``files`` (size, version, change time) and its content the ordered
   ``chunks`` rows. An append is one statement (the ``append_chunk`` function, one round
   trip) that adds one chunk under the file row's lock: appends from any number of hosts are
-  ordered, never torn, never lost, and an append retried after a dropped connection is
-  recognised by its key and not written twice;
+  ordered, never torn, never lost;
 - a rewrite replaces the chunks in one transaction and bumps the version, so
   :meth:`replace_if` is a compare-and-swap; ``MEMORY.md`` is replaced that way and its previous
   versions are kept (``memory/.history/``, rows as well);
+- every write carries a key (:mod:`memdir.store.postgres._writes`): one run again after a
+  dropped connection is recognised and not made twice, and one whose answer was lost with the
+  server raises :class:`~memdir.errors.OutcomeUnknownError`, whose key :meth:`was_written`
+  looks up once the server is back;
 - named locks are rows with an expiry (:mod:`memdir.store.postgres._locks`).
 
 The schema lives in its own PostgreSQL schema (``memdir`` unless the URL says
@@ -25,15 +28,21 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, ClassVar
 
-from psycopg import sql
-
 from memdir.errors import WorkspaceError
+from memdir.store.postgres._connect import INSTALL_HINT
+
+try:
+    from psycopg import sql
+except ImportError as exc:  # without the extra: one line saying what to install
+    raise WorkspaceError(INSTALL_HINT) from exc
+
 from memdir.store._base import Entry, FileStat, Store, Versioned
 from memdir.store._files import lock_name
 from memdir.store._safeopen import Area, PathMissing, PathRefused, shown_path
 from memdir.store.postgres._connect import Database, database, is_postgres_url, redact_url
 from memdir.store.postgres._locks import RowLock
 from memdir.store.postgres._schema import SCHEMA_VERSION, migrate
+from memdir.store.postgres._writes import Writes
 
 __all__ = ["PostgresStore", "is_postgres_url", "redact_url"]
 
@@ -67,10 +76,7 @@ class PostgresStore(Store):
         self._files = sql.Identifier(s, "files")
         self._chunks = sql.Identifier(s, "chunks")
         self._namespaces = sql.Identifier(s, "namespaces")
-        self._generations = sql.Literal(f"{s}.generations")
-        self._append = sql.SQL("SELECT first_byte, end_byte FROM {}(%s, %s, %s, %s)").format(
-            sql.Identifier(s, "append_chunk")
-        )
+        self._writes = Writes(self.db)
         self._ready = False
 
     def describe(self) -> str:
@@ -224,66 +230,15 @@ class PostgresStore(Store):
 
     # -- writing ----------------------------------------------------------------------------
 
-    def _replace(self, cur: Any, rel: str, data: bytes) -> None:
-        cur.execute(
-            sql.SQL("DELETE FROM {} WHERE ns = %s AND path = %s").format(self._chunks),
-            (self.ns, rel),
-        )
-        if data:
-            cur.execute(
-                sql.SQL("INSERT INTO {} (ns, path, start, data) VALUES (%s, %s, 0, %s)").format(
-                    self._chunks
-                ),
-                (self.ns, rel, data),
-            )
-
     def write(self, rel: str, data: bytes, area: Area) -> None:
         _check(rel, area)
-        writer = uuid.uuid4()
-
-        def write(cur: Any) -> None:
-            cur.execute(
-                sql.SQL(
-                    "INSERT INTO {f} (ns, path, size, last_byte, writer) "
-                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (ns, path) DO UPDATE SET "
-                    "size = EXCLUDED.size, last_byte = EXCLUDED.last_byte, "
-                    "writer = EXCLUDED.writer, version = {f}.version + 1, "
-                    "generation = nextval({g}), mtime = clock_timestamp()"
-                ).format(f=self._files, g=self._generations),
-                (self.ns, rel, len(data), data[-1] if data else None, writer),
-            )
-            self._replace(cur, rel, data)
-
-        self._tx(write)
+        self._prepare()
+        self._writes.write(self.ns, rel, data)
 
     def create(self, rel: str, data: bytes, area: Area) -> bool:
         _check(rel, area)
-        writer = uuid.uuid4()
-
-        def create(cur: Any) -> bool:
-            cur.execute(
-                sql.SQL(
-                    "INSERT INTO {} (ns, path, size, last_byte, writer) "
-                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1"
-                ).format(self._files),
-                (self.ns, rel, len(data), data[-1] if data else None, writer),
-            )
-            if cur.fetchone() is None:
-                # Ours if a retry comes after a commit whose answer was lost.
-                return self._written_by(cur, rel, writer)
-            self._replace(cur, rel, data)
-            return True
-
-        created: bool = self._tx(create)
-        return created
-
-    def _written_by(self, cur: Any, rel: str, writer: uuid.UUID) -> bool:
-        cur.execute(
-            sql.SQL("SELECT writer FROM {} WHERE ns = %s AND path = %s").format(self._files),
-            (self.ns, rel),
-        )
-        row = cur.fetchone()
-        return row is not None and row[0] == writer
+        self._prepare()
+        return self._writes.create(self.ns, rel, data)
 
     def replace_if(self, rel: str, data: bytes, version: str | None, area: Area) -> bool:
         _check(rel, area)
@@ -293,51 +248,33 @@ class PostgresStore(Store):
             expected = int(version)
         except ValueError:
             return False
-        writer = uuid.uuid4()
-
-        def swap(cur: Any) -> bool:
-            cur.execute(
-                sql.SQL(
-                    "UPDATE {} SET size = %s, last_byte = %s, writer = %s, version = version + 1, "
-                    "generation = nextval({}), mtime = clock_timestamp() "
-                    "WHERE ns = %s AND path = %s AND version = %s RETURNING 1"
-                ).format(self._files, self._generations),
-                (len(data), data[-1] if data else None, writer, self.ns, rel, expected),
-            )
-            if cur.fetchone() is None:
-                return self._written_by(cur, rel, writer)
-            self._replace(cur, rel, data)
-            return True
-
-        swapped: bool = self._tx(swap)
-        return swapped
+        self._prepare()
+        return self._writes.replace_if(self.ns, rel, data, expected)
 
     def append(self, rel: str, data: bytes, area: Area, *, fsync: bool = True) -> tuple[int, int]:
         _check(rel, area)
-        key = uuid.uuid4()  # the same on a retry: an append whose commit was lost is found
-
-        def append(cur: Any) -> tuple[int, int]:
-            cur.execute(self._append, (self.ns, rel, data, key))
-            row = cur.fetchone()
-            return int(row[0]), int(row[1])
-
-        result: tuple[int, int] = self._tx(append, autocommit=True)
-        return result
+        self._prepare()
+        return self._writes.append(self.ns, rel, data)
 
     def delete(self, rel: str, area: Area) -> bool:
         _check(rel, area)
+        self._prepare()
+        return self._writes.delete(self.ns, rel)
 
-        def delete(cur: Any) -> bool:
-            cur.execute(
-                sql.SQL("DELETE FROM {} WHERE ns = %s AND path = %s RETURNING 1").format(
-                    self._files
-                ),
-                (self.ns, rel),
-            )
-            return cur.fetchone() is not None
+    def was_written(self, key: str | uuid.UUID) -> bool:
+        """Whether the write whose outcome was unknown was made (see
+        :class:`~memdir.errors.OutcomeUnknownError`): its key is kept with an append, and for
+        a day with any other write.
 
-        deleted: bool = self._tx(delete)
-        return deleted
+        Raises:
+            WorkspaceError: ``key`` is not a write key, or the database cannot be reached.
+        """
+        try:
+            found = key if isinstance(key, uuid.UUID) else uuid.UUID(str(key))
+        except ValueError:
+            raise WorkspaceError(f"not a write key: {str(key)[:80]!r}") from None
+        self._prepare()
+        return self._writes.keys.was_written(self.db, found)
 
     # -- coordination -----------------------------------------------------------------------
 

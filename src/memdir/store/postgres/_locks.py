@@ -50,7 +50,9 @@ class RowLock:
             "INSERT INTO {t} (ns, name, token, expires_at) "
             "VALUES (%s, %s, %s, clock_timestamp() + make_interval(secs => %s)) "
             "ON CONFLICT (ns, name) DO UPDATE SET token = EXCLUDED.token, "
-            "expires_at = EXCLUDED.expires_at WHERE {t}.expires_at < clock_timestamp() "
+            "expires_at = EXCLUDED.expires_at "
+            # Ours too: a take run again after its answer was lost finds its own row.
+            "WHERE {t}.expires_at < clock_timestamp() OR {t}.token = EXCLUDED.token "
             "RETURNING token"
         ).format(t=t)
         self._renew = sql.SQL(

@@ -15,6 +15,57 @@ from psycopg import sql
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
 
+# The append function of migration 4, and of 6, which also finds a key that a rewrite moved to
+# write_keys. Released text: what migration 4 makes must never change.
+_APPEND_CHUNK: Final = """{create} {{s}}.append_chunk(
+            p_ns text, p_path text, p_data bytea, p_key uuid,
+            OUT first_byte bigint, OUT end_byte bigint
+        ) LANGUAGE plpgsql AS $$
+        DECLARE
+            old_size bigint;
+            old_last smallint;
+            piece bytea;
+        BEGIN
+{lookup}            IF FOUND THEN
+                first_byte := end_byte - length(p_data);
+                RETURN;
+            END IF;
+            INSERT INTO {{s}}.files (ns, path, size) VALUES (p_ns, p_path, 0)
+                ON CONFLICT DO NOTHING;
+            SELECT f.size, f.last_byte INTO old_size, old_last
+                FROM {{s}}.files f WHERE f.ns = p_ns AND f.path = p_path FOR UPDATE;
+            -- After a torn earlier write (no final newline), a newline first.
+            piece := CASE WHEN old_size = 0 OR old_last = 10 THEN p_data
+                          ELSE decode('0a', 'hex') || p_data END;
+            IF length(piece) > 0 THEN
+                INSERT INTO {{s}}.chunks (ns, path, start, data, append_key)
+                    VALUES (p_ns, p_path, old_size, piece, p_key);
+            END IF;
+            UPDATE {{s}}.files SET size = size + length(piece),
+                last_byte = CASE WHEN length(piece) > 0
+                                 THEN get_byte(piece, length(piece) - 1) ELSE last_byte END,
+                version = version + 1, mtime = clock_timestamp()
+                WHERE ns = p_ns AND path = p_path;
+            end_byte := old_size + length(piece);
+            first_byte := end_byte - length(p_data);
+        END
+        $$"""
+_LOOKUP_CHUNK: Final = (
+    "            -- A retry of an append that was committed: where it went, not a second copy.\n"
+    "            SELECT c.start + length(c.data) INTO end_byte\n"
+    "                FROM {s}.chunks c WHERE c.append_key = p_key;\n"
+)
+_LOOKUP_KEYS: Final = (
+    "            -- A retry of an append that was committed: where it went, not a second copy.\n"
+    "            -- The chunk first: a rewrite moves its key to write_keys in one\n"
+    "            -- transaction, and each statement here sees what was committed before it.\n"
+    "            SELECT c.start + length(c.data) INTO end_byte\n"
+    "                FROM {s}.chunks c WHERE c.append_key = p_key;\n"
+    "            IF NOT FOUND THEN\n"
+    "                SELECT k.end_byte INTO end_byte FROM {s}.write_keys k WHERE k.key = p_key;\n"
+    "            END IF;\n"
+)
+
 # Each migration is a list of statements; {s} is the schema. Never edit a released one: add
 # the next version instead.
 MIGRATIONS: Final[dict[int, list[str]]] = {
@@ -114,42 +165,7 @@ MIGRATIONS: Final[dict[int, list[str]]] = {
     # and the file row's lock is held only while the server runs it and commits, never while
     # a client's next statement is on its way.
     4: [
-        """CREATE FUNCTION {s}.append_chunk(
-            p_ns text, p_path text, p_data bytea, p_key uuid,
-            OUT first_byte bigint, OUT end_byte bigint
-        ) LANGUAGE plpgsql AS $$
-        DECLARE
-            old_size bigint;
-            old_last smallint;
-            piece bytea;
-        BEGIN
-            -- A retry of an append that was committed: where it went, not a second copy.
-            SELECT c.start + length(c.data) INTO end_byte
-                FROM {s}.chunks c WHERE c.append_key = p_key;
-            IF FOUND THEN
-                first_byte := end_byte - length(p_data);
-                RETURN;
-            END IF;
-            INSERT INTO {s}.files (ns, path, size) VALUES (p_ns, p_path, 0)
-                ON CONFLICT DO NOTHING;
-            SELECT f.size, f.last_byte INTO old_size, old_last
-                FROM {s}.files f WHERE f.ns = p_ns AND f.path = p_path FOR UPDATE;
-            -- After a torn earlier write (no final newline), a newline first.
-            piece := CASE WHEN old_size = 0 OR old_last = 10 THEN p_data
-                          ELSE decode('0a', 'hex') || p_data END;
-            IF length(piece) > 0 THEN
-                INSERT INTO {s}.chunks (ns, path, start, data, append_key)
-                    VALUES (p_ns, p_path, old_size, piece, p_key);
-            END IF;
-            UPDATE {s}.files SET size = size + length(piece),
-                last_byte = CASE WHEN length(piece) > 0
-                                 THEN get_byte(piece, length(piece) - 1) ELSE last_byte END,
-                version = version + 1, mtime = clock_timestamp()
-                WHERE ns = p_ns AND path = p_path;
-            end_byte := old_size + length(piece);
-            first_byte := end_byte - length(p_data);
-        END
-        $$""",
+        _APPEND_CHUNK.format(create="CREATE FUNCTION", lookup=_LOOKUP_CHUNK),
     ],
     # Posting lists (memdir.index._postgres): one row per lexeme of a unit, so a term's
     # newest rows are a backward walk of the primary key that never reads the units, as FTS5
@@ -186,6 +202,19 @@ MIGRATIONS: Final[dict[int, list[str]]] = {
         # Statistics now, not when autovacuum gets to it: until then the planner guessed
         # from an empty table (searches 8x slower for a minute after an upgrade of 1M lines).
         "ANALYZE {s}.index_postings",
+    ],
+    # Write keys (memdir.store.postgres._keys): a rewrite, a compare-and-swap, a create or a
+    # delete records its key in the same transaction, and a rewrite or delete of a file keeps
+    # the keys of the appends it removes (with where each ended), so that a write whose answer
+    # was lost is found by its key, never made twice. Kept a day.
+    6: [
+        """CREATE TABLE {s}.write_keys (
+            key uuid PRIMARY KEY,
+            end_byte bigint,
+            made_at timestamptz NOT NULL DEFAULT clock_timestamp()
+        )""",
+        "CREATE INDEX write_keys_made_at ON {s}.write_keys (made_at)",
+        _APPEND_CHUNK.format(create="CREATE OR REPLACE FUNCTION", lookup=_LOOKUP_KEYS),
     ],
 }
 SCHEMA_VERSION: Final = max(MIGRATIONS)
