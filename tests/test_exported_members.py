@@ -50,6 +50,7 @@ EXPECTED = [
     "ModelError",
     "ModelResponse",
     "Msg",
+    "OutcomeUnknownError",
     "Redactor",
     "SearchHit",
     "SessionBusyError",
