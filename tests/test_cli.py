@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
@@ -291,9 +292,22 @@ def test_init_creates_memory_md_once(tmp_path: Path) -> None:
     assert run(root, "init").stdout.strip() == str(root)
 
 
-@pytest.mark.parametrize("command", ["init", "add", "index", "search", "get", "mcp"])
-def test_every_command_documents_its_exit_codes(command: str) -> None:
-    result = CliRunner().invoke(cli, [command, "--help"])
+def _command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command and subcommand of ``group``, as the words that name it."""
+    ctx = click.Context(group)
+    paths = []
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None
+        paths.append((*prefix, name))
+        if isinstance(command, click.Group):
+            paths += _command_paths(command, (*prefix, name))
+    return paths
+
+
+@pytest.mark.parametrize("words", _command_paths(cli), ids=" ".join)
+def test_every_command_documents_its_exit_codes(words: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(cli, [*words, "--help"])
     assert result.exit_code == 0
     assert "Exit codes: 0 success" in result.stdout
 

@@ -18,6 +18,7 @@ import click
 from rich.console import Console
 
 from memdir.cli._common import (
+    EXIT_HELP,
     CliState,
     base_url_option,
     context_window_option,
@@ -351,7 +352,7 @@ def _lines(stream: Any) -> Iterator[str]:
         yield line
 
 
-@click.command("chat")
+@click.command("chat", epilog=EXIT_HELP)
 @model_option(None, help=MODEL_HELP)
 @base_url_option
 @context_window_option

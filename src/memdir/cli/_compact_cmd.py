@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memdir.cli._common import (
+    EXIT_HELP,
     CliState,
     base_url_option,
     context_window_option,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["compact_cmd"]
 
 
-@click.command("compact")
+@click.command("compact", epilog=EXIT_HELP)
 @click.argument("session_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--model",

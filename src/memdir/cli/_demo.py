@@ -19,7 +19,7 @@ import click
 from rich.console import Console
 from rich.rule import Rule
 
-from memdir.cli._common import out_console
+from memdir.cli._common import EXIT_HELP, out_console
 from memdir.compaction import CompactionConfig
 from memdir.errors import MemdirError, WorkspaceError
 from memdir.eviction import ToolResultEvictionConfig
@@ -258,7 +258,7 @@ DEMO_STEPS: list[DemoStep] = [
 """The demo, in order."""
 
 
-@click.command("demo")
+@click.command("demo", epilog=EXIT_HELP)
 @click.option(
     "--dir",
     "directory",

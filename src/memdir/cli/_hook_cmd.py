@@ -39,10 +39,11 @@ def claude_code_cmd(
 ) -> None:
     """Claude Code hook: PreCompact/SessionEnd ingest the transcript, SessionStart prints memory.
 
-    Put it in settings.json for PreCompact and SessionStart (see docs/adapters/claude-code.md).
-    Ingesting is idempotent: a transcript ingested before adds only its new messages. Other
-    events print nothing. Exits 1 with one line on stderr when the input is not a hook event or
-    the transcript cannot be read (never 2, which would block Claude Code's compaction).
+    Put it in settings.json for PreCompact, SessionEnd and SessionStart (see
+    docs/adapters/claude-code.md). Ingesting is idempotent: a transcript ingested before adds
+    only its new messages. Other events print nothing. Exits 1 with one line on stderr when the
+    input is not a hook event or the transcript cannot be read (never 2, which would block
+    Claude Code's compaction).
     """
     from memdir.adapters.claude_code import handle_hook
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memdir.cli._common import (
+    EXIT_HELP,
     CliState,
     ProgressUpdate,
     base_url_option,
@@ -84,7 +85,7 @@ def _ingest_progress(update: ProgressUpdate | None) -> Callable[[IngestProgress]
     return on_event
 
 
-@click.command("ingest")
+@click.command("ingest", epilog=EXIT_HELP)
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @model_option("extractive")
 @base_url_option

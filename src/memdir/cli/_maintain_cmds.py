@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from memdir.cli._common import (
+    EXIT_HELP,
     CliState,
     ParsedType,
     base_url_option,
@@ -128,7 +129,7 @@ def _print_consolidation(result: Any) -> None:
         click.echo(f"stopped early: {result.skipped}")
 
 
-@click.command("consolidate")
+@click.command("consolidate", epilog=EXIT_HELP)
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @_model_option
 @base_url_option
@@ -196,7 +197,7 @@ def _print_report(report: Any) -> None:
         info(f"error: {error}")
 
 
-@click.command("maintain")
+@click.command("maintain", epilog=EXIT_HELP)
 @click.option("--once", is_flag=True, help="Run one pass and exit (the default).")
 @click.option(
     "--every",
@@ -286,12 +287,12 @@ def maintain_cmd(
         raise click.exceptions.Exit(1)
 
 
-@click.group("memory")
+@click.group("memory", epilog=EXIT_HELP)
 def memory_group() -> None:
     """Inspect long-term memory."""
 
 
-@memory_group.command("history")
+@memory_group.command("history", epilog=EXIT_HELP)
 @click.option("--limit", "-n", type=click.IntRange(min=1), help="Only the last N runs.")
 @click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
 @pass_state

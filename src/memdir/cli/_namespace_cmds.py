@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from memdir.cli._common import CliState, echo_json, pass_state
+from memdir.cli._common import EXIT_HELP, CliState, echo_json, pass_state
 
 __all__ = ["namespaces_cmd"]
 
 
-@click.command("namespaces")
+@click.command("namespaces", epilog=EXIT_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list on stdout.")
 @pass_state
 def namespaces_cmd(state: CliState, as_json: bool) -> None:

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from memdir.cli._common import CliState, echo_json, info, pass_state, plural
+from memdir.cli._common import EXIT_HELP, CliState, echo_json, info, pass_state, plural
 
 __all__ = ["db_group", "export_cmd", "import_cmd"]
 
 _ALL_HELP = "The workspace root and every namespace (as ns/NAME/ in the directory)."
 
 
-@click.command("export")
+@click.command("export", epilog=EXIT_HELP)
 @click.option(
     "--to",
     "directory",
@@ -43,7 +43,7 @@ def export_cmd(state: CliState, directory: Path, all_namespaces: bool, as_json: 
     info(f"exported {plural(report.files, 'file')} ({report.bytes:,} bytes) to {directory}")
 
 
-@click.command("import")
+@click.command("import", epilog=EXIT_HELP)
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--all-namespaces", is_flag=True, help=_ALL_HELP)
 @click.option(
@@ -89,12 +89,12 @@ def import_cmd(
         raise click.exceptions.Exit(1)
 
 
-@click.group("db")
+@click.group("db", epilog=EXIT_HELP)
 def db_group() -> None:
     """The database of a PostgreSQL workspace (-w postgresql://...)."""
 
 
-@db_group.command("upgrade")
+@db_group.command("upgrade", epilog=EXIT_HELP)
 @pass_state
 def db_upgrade_cmd(state: CliState) -> None:
     """Create memdir's tables, or bring them to this version's schema (safe to run any time,
