@@ -35,9 +35,11 @@ __all__ = ["compact_cmd"]
 @click.option(
     "--model",
     "model_spec",
+    envvar="MEMDIR_MODEL",
     default="extractive",
     show_default=True,
-    help='Summary model: "extractive" (offline, no LLM) or e.g. "openai:gpt-4o-mini".',
+    help='Summary model: "extractive" (offline, no LLM) or e.g. "openai:gpt-4o-mini" '
+    "[env MEMDIR_MODEL].",
 )
 @base_url_option
 @context_window_option

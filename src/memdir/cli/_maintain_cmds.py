@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sys
 import time
@@ -274,7 +275,8 @@ def maintain_cmd(
                 data["namespace"] = ws.namespace
                 if report.consolidation is not None:
                     data["consolidation"] = _result_dict(report.consolidation)
-                echo_json(data)
+                # JSON Lines: one object per pass and namespace, each on a line of its own.
+                click.echo(json.dumps(data, ensure_ascii=False, default=str))
             else:
                 if all_namespaces:
                     click.echo(f"[{ws.namespace or 'root'}]")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 from click.core import ParameterSource
 
@@ -175,6 +177,9 @@ def show_cmd(
     info(header)
     for line in lines:
         if line.startswith("... "):
-            info(line)
+            # The tool's hint names its own call; on the command line it is an option.
+            more = line.split("; call ", 1)[0]
+            later = re.search(r"start=(\d+)\)$", line)
+            info(f"{more}; memdir sessions show {sid} --start {later.group(1)}" if later else more)
         else:
             click.echo(line)
