@@ -90,7 +90,8 @@ def test_reading_a_mistyped_workspace_fails_and_creates_nothing(
 def test_maintain_once_archives_and_consolidates(root: Path) -> None:
     result = run(root, "maintain", "--json")
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    (line,) = result.output.splitlines()  # JSON Lines: one object on one line
+    report = json.loads(line)
     old_name = f"{(Workspace(root).today() - timedelta(days=120)).isoformat()}.md"
     assert report["archived"] == [old_name]
     assert report["consolidation"]["applied"]

@@ -441,6 +441,8 @@ def test_cli_sessions_search_list_show(ws: Workspace) -> None:
     assert json.loads(run("list", "--json").stdout)[1]["messages"] == 3
     shown = run("show", "s1", "--last", "1")
     assert shown.stdout.startswith("3|[user @ ") and shown.stdout.count("\n") == 1
+    more = run("show", "s1", "--start", "1", "--last", "1")
+    assert "2 later messages; memdir sessions show s1 --start 2" in more.stderr  # not a tool call
     start = run("show", "s1", "--start", "2", "--last", "1", "--json")
     assert [r["line"] for r in json.loads(start.stdout)] == [2]
     cited = run("show", "sessions/s1.log.jsonl#L2")
