@@ -131,6 +131,35 @@ async def test_read_only_server_has_no_add(sample: Workspace) -> None:
     assert names == {"memory_search", "memory_get", *SESSION_TOOLS}
 
 
+async def test_each_call_uses_the_workspace_its_resolver_gives(ws: Workspace) -> None:
+    # a server for many tenants binds every call to its caller's namespace
+    alice, bob = ws.namespaced("alice"), ws.namespaced("bob")
+    alice.init()
+    bob.init()
+    asked: list[tuple[str | None, bool]] = []
+    current: list[Workspace] = [alice]
+
+    def resolve(write: bool) -> Workspace:
+        if current[0] is bob and write:
+            raise memdir.ConfigError("this key may only read")
+        asked.append((current[0].namespace, write))
+        return current[0]
+
+    with anyio.fail_after(TIMEOUT):
+        async with Client(create_server(resolve=resolve)) as client:
+            await client.call_tool("memory_add", {"text": "alice keeps the otter notes"})
+            current[0] = bob
+            refused = await client.call_tool("memory_add", {"text": "bob writes"})
+            found = await client.call_tool("memory_search", {"query": "otter notes"})
+            current[0] = alice
+            mine = await client.call_tool("memory_search", {"query": "otter notes"})
+    assert refused.is_error and "this key may only read" in text_of(refused)
+    assert text_of(found).startswith("No memories matched")
+    assert "alice keeps the otter notes" in text_of(mine)
+    assert asked == [("alice", True), ("bob", False), ("alice", False)]
+    assert "bob writes" not in bob.read_text(bob.ledger_rel())
+
+
 async def test_memdir_mcp_over_stdio(sample: Workspace) -> None:
     params = StdioServerParameters(
         command=sys.executable,

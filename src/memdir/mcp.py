@@ -20,11 +20,12 @@ class is ``FastMCP`` in v1 and ``MCPServer`` in v2; :func:`_sdk` is the only pla
 import importlib
 import inspect
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from memdir._mcp_wire import run_http, run_stdio
-from memdir.errors import ConfigError
+from memdir.errors import ConfigError, MemdirError
 from memdir.memory._answer import valid_unicode
 from memdir.store.workspace import Workspace
 from memdir.tools import (
@@ -108,6 +109,8 @@ def create_server(
     *,
     read_only: bool = False,
     namespace: str | None = None,
+    resolve: Callable[[bool], Workspace] | None = None,
+    sdk_options: Mapping[str, Any] | None = None,
 ) -> Any:
     """Build (but do not run) an MCP server over one workspace.
 
@@ -116,6 +119,12 @@ def create_server(
         namespace: serve this namespace of the workspace (one user's memory); default: the
             workspace's own.
         read_only: expose the tools that only read (all but ``memory_add``).
+        resolve: instead of ``workspace``, the workspace of each call, asked for at the
+            call (its argument says whether the tool writes): a server for many tenants binds
+            every call to the caller's namespace this way. Raising the SDK's ``ToolError`` (or
+            a :class:`~memdir.errors.MemdirError`) refuses the call with that message.
+        sdk_options: more keyword arguments for the SDK's server class (for example its
+            ``token_verifier`` and ``auth``).
 
     Returns:
         The SDK's server object (``MCPServer`` or ``FastMCP``); call ``run()`` on it, or hand
@@ -129,7 +138,17 @@ def create_server(
 
     from memdir import __version__
 
-    ws = Workspace.coerce(workspace, namespace)
+    if resolve is None:
+        fixed = Workspace.coerce(workspace, namespace)
+
+        def resolve(write: bool) -> Workspace:
+            return fixed
+
+    def ws(write: bool = False) -> Workspace:
+        try:
+            return resolve(write)
+        except MemdirError as exc:
+            raise sdk.tool_error(str(exc)) from None
 
     def checked(result: str) -> str:
         # Tool failures are results with isError set (MCP spec), not protocol errors. A lone
@@ -157,17 +176,17 @@ def create_server(
         query: Annotated[Any, arg("memory_search", "query")] = None,
         max_results: Annotated[Any, arg("memory_search", "max_results")] = _DEFAULT_MAX_RESULTS,
     ) -> str:
-        return checked(memory_search(given("query", query), max_results, workspace=ws))
+        return checked(memory_search(given("query", query), max_results, workspace=ws()))
 
     def get(
         path: Annotated[Any, arg("memory_get", "path")] = None,
         start_line: Annotated[Any, arg("memory_get", "start_line")] = _DEFAULT_START_LINE,
         num_lines: Annotated[Any, arg("memory_get", "num_lines")] = _DEFAULT_NUM_LINES,
     ) -> str:
-        return checked(memory_get(given("path", path), start_line, num_lines, workspace=ws))
+        return checked(memory_get(given("path", path), start_line, num_lines, workspace=ws()))
 
     def add(text: Annotated[Any, arg("memory_add", "text")] = None) -> str:
-        return checked(memory_add(given("text", text), workspace=ws))
+        return checked(memory_add(given("text", text), workspace=ws(True)))
 
     def search_sessions(
         query: Annotated[Any, arg("session_search", "query")] = None,
@@ -176,10 +195,12 @@ def create_server(
         ] = _DEFAULT_SESSION_RESULTS,
         session_id: Annotated[Any, arg("session_search", "session_id")] = None,
     ) -> str:
-        return checked(session_search(given("query", query), max_results, session_id, workspace=ws))
+        return checked(
+            session_search(given("query", query), max_results, session_id, workspace=ws())
+        )
 
     def list_sessions() -> str:
-        return checked(session_list(workspace=ws))
+        return checked(session_list(workspace=ws()))
 
     def history(
         session_id: Annotated[Any, arg("session_history", "session_id")] = None,
@@ -187,12 +208,13 @@ def create_server(
         start: Annotated[Any, arg("session_history", "start")] = None,
     ) -> str:
         return checked(
-            session_history(given("session_id", session_id), last_n, start, workspace=ws)
+            session_history(given("session_id", session_id), last_n, start, workspace=ws())
         )
 
     options: dict[str, Any] = {}
     if "version" in inspect.signature(sdk.server_class).parameters:  # v1 takes no version
         options["version"] = __version__
+    options.update(sdk_options or {})
     server = sdk.server_class(
         name=SERVER_NAME, instructions=INSTRUCTIONS, log_level=_LOG_LEVEL, **options
     )
