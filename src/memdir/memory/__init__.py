@@ -6,6 +6,8 @@
   keeping previous versions and refusing destructive rewrites.
 - :class:`MemoryMaintenanceScheduler` archives, consolidates, prunes and reindexes in the
   background, once across processes.
+- :func:`replace_memory_md` replaces ``MEMORY.md`` for a person or a client, by
+  compare-and-swap, with history.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from memdir.memory._history import read_log as read_consolidation_log
 from memdir.memory._prompts import DEFAULT_CONSOLIDATION_PROMPT, DEFAULT_FLUSH_PROMPT
 from memdir.memory.consolidate import ConsolidationResult, MemoryConsolidator
+from memdir.memory.curated import CuratedWrite, replace_memory_md
 from memdir.memory.flush import FlushResult, MemoryFlushManager, flushed_message_ids
 from memdir.memory.maintenance import (
     MaintenanceConfig,
@@ -24,6 +27,7 @@ __all__ = [
     "DEFAULT_CONSOLIDATION_PROMPT",
     "DEFAULT_FLUSH_PROMPT",
     "ConsolidationResult",
+    "CuratedWrite",
     "FlushResult",
     "MaintenanceConfig",
     "MaintenanceReport",
@@ -32,4 +36,5 @@ __all__ = [
     "MemoryMaintenanceScheduler",
     "flushed_message_ids",
     "read_consolidation_log",
+    "replace_memory_md",
 ]
