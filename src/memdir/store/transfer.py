@@ -4,7 +4,8 @@
 namespace under ``ns/``) into a directory with the layout of a file workspace; the copy can be
 read, grepped, diffed and backed up, and opened as a workspace itself. :func:`import_workspace`
 loads such a directory into any workspace, PostgreSQL included. The index (``.index/``) is
-derived and never copied: it is rebuilt from the files. A round trip is exact, byte for byte.
+derived and never copied: it is rebuilt from the files; nor is the server's ``.memdir-server/``
+(its keys). A round trip is exact, byte for byte.
 
 An import never overwrites a file that holds something else unless asked to (``replace``):
 the file is reported as a conflict and left as it was.
@@ -18,9 +19,9 @@ from pathlib import Path
 
 from memdir.errors import ConfigError, WorkspaceError
 from memdir.store.namespaces import NAMESPACES_DIR, validate_namespace
-from memdir.store.workspace import INDEX_DIR, Workspace
+from memdir.store.workspace import INDEX_DIR, SERVER_DIR, Workspace
 
-__all__ = ["TransferReport", "export_workspace", "import_workspace"]
+__all__ = ["TransferReport", "export_workspace", "import_workspace", "workspace_files"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -42,11 +43,12 @@ class TransferReport:
     namespaces: list[str | None] = field(default_factory=list)
 
 
-_SKIPPED = (INDEX_DIR, NAMESPACES_DIR)
+_SKIPPED = (INDEX_DIR, NAMESPACES_DIR, SERVER_DIR)
 
 
-def _files(ws: Workspace) -> list[str]:
-    """Every file of ``ws`` to copy (not the derived index, not other namespaces), sorted."""
+def workspace_files(ws: Workspace) -> list[str]:
+    """Every file of ``ws`` an export holds, sorted: not the derived index (``.index/``), not
+    other namespaces (``ns/``), not the server's keys (``.memdir-server/``)."""
     found: list[str] = []
     for entry in ws.listdir(""):
         if entry.name in _SKIPPED:
@@ -84,7 +86,7 @@ def export_workspace(
         if dest is None:
             dest = base.namespaced(source.namespace)
         report.namespaces.append(source.namespace)
-        for rel in _files(source):
+        for rel in workspace_files(source):
             data = source.read_bytes(rel)
             dest.write_bytes(rel, data)
             report.files += 1
@@ -127,7 +129,7 @@ def import_workspace(
     report = TransferReport()
     for source, dest in sources:
         report.namespaces.append(dest.namespace)
-        for rel in _files(source):
+        for rel in workspace_files(source):
             data = source.read_bytes(rel)
             current = dest.read_versioned(rel)
             if current is not None and current.data == data:
