@@ -21,7 +21,13 @@ from memdir.errors import ConfigError, WorkspaceError
 from memdir.store.namespaces import NAMESPACES_DIR, validate_namespace
 from memdir.store.workspace import INDEX_DIR, SERVER_DIR, Workspace
 
-__all__ = ["TransferReport", "export_workspace", "import_workspace", "workspace_files"]
+__all__ = [
+    "TransferReport",
+    "export_sources",
+    "export_workspace",
+    "import_workspace",
+    "workspace_files",
+]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -60,11 +66,14 @@ def workspace_files(ws: Workspace) -> list[str]:
     return sorted(found)
 
 
-def _targets(ws: Workspace, all_namespaces: bool) -> list[Workspace]:
+def export_sources(ws: Workspace, *, all_namespaces: bool = False) -> list[tuple[Workspace, str]]:
+    """What an export of ``ws`` holds: each workspace and the prefix of its files in the export
+    (``""`` for ``ws`` itself, or for the root; ``"ns/<name>/"`` for a namespace)."""
     if not all_namespaces:
-        return [ws]
+        return [(ws, "")]
     root = ws.namespaced(None, create=False)
-    return [root, *(root.namespaced(n, create=False) for n in root.namespaces())]
+    spaces = [root.namespaced(n, create=False) for n in root.namespaces()]
+    return [(root, ""), *((s, f"{NAMESPACES_DIR}/{s.namespace}/") for s in spaces)]
 
 
 def export_workspace(
@@ -80,11 +89,9 @@ def export_workspace(
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise WorkspaceError(f"cannot export into {out}: it exists and is not an empty directory")
     report = TransferReport()
-    for source in _targets(ws, all_namespaces):
+    for source, prefix in export_sources(ws, all_namespaces=all_namespaces):
         base = Workspace(out)
-        dest = base if source.namespace is None or not all_namespaces else None
-        if dest is None:
-            dest = base.namespaced(source.namespace)
+        dest = base.namespaced(source.namespace) if prefix else base
         report.namespaces.append(source.namespace)
         for rel in workspace_files(source):
             data = source.read_bytes(rel)
