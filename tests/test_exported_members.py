@@ -68,6 +68,7 @@ EXPECTED = [
     "TruncateArgsConfig",
     "Usage",
     "UsageAnchor",
+    "VersionConflict",
     "Workspace",
     "WorkspaceError",
     "__version__",

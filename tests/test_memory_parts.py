@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from memdir.memory._answer import parse_flush_answer
 from memdir.memory._budget import fit_budget, tidy
-from memdir.memory._entries import diff_entries, parse_bullets, parse_ledger_blocks
+from memdir.memory._entries import diff_entries, parse_bullets
 from memdir.memory._lease import Lease
 from memdir.workspace import Workspace
 
@@ -41,15 +41,6 @@ def test_bullets_carry_their_heading_and_skip_code() -> None:
     text = "# Memory\n## People\n- Alice\n```\n- not a bullet\n```\n## 项目\n- 使用 Postgres\n"
     found = [(b.text, b.heading) for b in parse_bullets(text)]
     assert found == [("Alice", "People"), ("使用 Postgres", "项目")]
-
-
-def test_ledger_blocks_are_split_on_headers() -> None:
-    text = "\n## Memory Flush — 2026-11-30T09:00:00Z\n- a\n- b\n\n## Memory Add — t2\n- c\n"
-    blocks = parse_ledger_blocks(text)
-    assert [(b.kind, b.bullets) for b in blocks] == [
-        ("Memory Flush", ("a", "b")),
-        ("Memory Add", ("c",)),
-    ]
 
 
 def test_diff_tells_rewording_from_removal() -> None:

@@ -32,9 +32,12 @@ from memdir.messages import (
     msgs_to_json,
     pair_tool_results,
     repair_tool_pairing,
+    stable_ids,
     to_anthropic,
     to_openai,
 )
+from memdir.sessions import SessionLog
+from memdir.workspace import Workspace
 
 # -- strategies (shared with the converter tests) ----------------------------------------------
 
@@ -723,3 +726,47 @@ def test_deeply_nested_tool_arguments_are_kept_verbatim() -> None:
 def test_converters_name_the_item_that_is_not_a_message() -> None:
     with pytest.raises(MessageFormatError, match=r"to_openai: item #1 is a dict, not a Msg"):
         to_openai([Msg.user("hi"), {"role": "user", "content": "raw"}])  # type: ignore[list-item]
+
+
+# -- stable ids ---------------------------------------------------------------------------------
+
+_OPENAI_CHAT = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "the deploy is on Friday"},
+    {"role": "assistant", "content": "noted"},
+]
+
+
+def test_stable_ids_make_a_conversation_sent_again_the_same(any_ws: Workspace) -> None:
+    # OpenAI JSON carries no ids: parsed twice, the same messages get new random ids
+    first, again = from_openai(_OPENAI_CHAT), from_openai(_OPENAI_CHAT)
+    assert [m.id for m in first] != [m.id for m in again]
+    log = SessionLog(any_ws, "s1")
+    assert log.append(stable_ids(first, "s1")) is not None
+    assert log.append(stable_ids(again, "s1")) is None  # nothing written twice
+    longer = from_openai([*_OPENAI_CHAT, {"role": "user", "content": "and Monday?"}])
+    span = log.append(stable_ids(longer, "s1"))  # a conversation that goes on: only what's new
+    assert span is not None and span.start_line == span.end_line == 4
+    assert [r.msg.text for r in log.read().records][1:] == [
+        "the deploy is on Friday",
+        "noted",
+        "and Monday?",
+    ]
+
+
+def test_stable_ids_depend_on_session_position_and_content() -> None:
+    msgs = from_openai(_OPENAI_CHAT)
+    ids = [m.id for m in stable_ids(msgs, "s1")]
+    assert len(set(ids)) == 3 and all(i.startswith("s1:") for i in ids)
+    assert [m.id for m in stable_ids(msgs, "s2")] != ids
+    edited = from_openai([*_OPENAI_CHAT[:2], {"role": "assistant", "content": "ok"}])
+    assert [m.id for m in stable_ids(edited, "s1")][:2] == ids[:2]
+    assert stable_ids(edited, "s1")[2].id != ids[2]
+    assert [m.text for m in stable_ids(msgs, "s1")] == [m.text for m in msgs]
+
+
+def test_stable_ids_refuse_bad_input_clearly() -> None:
+    with pytest.raises(MessageFormatError, match="session id"):
+        stable_ids(from_openai(_OPENAI_CHAT), " ")
+    with pytest.raises(MessageFormatError, match="takes a list"):
+        stable_ids(Msg.user("one"), "s1")  # type: ignore[arg-type]

@@ -501,6 +501,26 @@ def test_file_tools_refuse_the_index_and_links_into_it(hostile: Workspace) -> No
             read_file(path, workspace=hostile)
 
 
+def test_file_tools_never_reach_the_server_keys(hostile: Workspace) -> None:
+    keys = hostile.root / ".memdir-server" / "keys.json"
+    keys.parent.mkdir()
+    keys.write_text('{"version": 1, "keys": []}\n', encoding="utf-8")
+    (hostile.root / "notes" / "keys.md").symlink_to("../.memdir-server/keys.json")
+    (hostile.root / "notes" / "server").symlink_to("../.memdir-server")
+    for path in (".memdir-server/keys.json", "notes/keys.md", "notes/server/keys.json"):
+        with pytest.raises(MemdirError, match=r"\.memdir-server"):
+            read_file(path, workspace=hostile)
+    for path in (".memdir-server/keys.json", ".memdir-server/forged.json", "notes/keys.md"):
+        with pytest.raises(MemdirError, match=r"\.memdir-server"):
+            write_file(path, '{"version": 1, "keys": ["forged"]}\n', workspace=hostile)
+        with pytest.raises(MemdirError, match=r"\.memdir-server"):
+            edit_file(path, "[]", '["forged"]', workspace=hostile)
+    with pytest.raises(MemdirError):
+        list_files(".memdir-server", workspace=hostile)
+    assert keys.read_text(encoding="utf-8") == '{"version": 1, "keys": []}\n'
+    assert not (hostile.root / ".memdir-server" / "forged.json").exists()
+
+
 def test_file_tools_as_tools_answer_error_text(hostile: Workspace) -> None:
     import asyncio
 

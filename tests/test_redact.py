@@ -66,6 +66,10 @@ PROVIDERS = {
     "google_oauth": "GOCSPX-" + fake(AN + "_-", 28),
     "alibaba_key": "LTAI" + fake(AN, 20),
     "tencent_key": "AKID" + fake(AN, 32),
+    "memdir_api_key": "mdk_"
+    + fake("abcdefghijklmnopqrstuvwxyz234567", 16)
+    + "_"
+    + fake(AN + "_-", 43),
 }
 SLACK_WEBHOOK_TAIL = "T0ABCDEFG/B0ABCDEFGHI/" + fake(AN, 24)
 
@@ -512,10 +516,17 @@ def test_default_pattern_names_are_unique_and_documented() -> None:
 
 # -- every write path stores the masked form ---------------------------------------------------
 
-SECRETS_IN_CHAT = [PROVIDERS["sendgrid_key"], PROVIDERS["vault_token"], "S3cretPass99", PASSWORD]
+MDK = PROVIDERS["memdir_api_key"]
+SECRETS_IN_CHAT = [
+    PROVIDERS["sendgrid_key"],
+    PROVIDERS["vault_token"],
+    "S3cretPass99",
+    PASSWORD,
+    MDK,
+]
 CHAT_TEXT = (
     f"deploy with {PROVIDERS['sendgrid_key']} and {PROVIDERS['vault_token']}; "
-    f"mysql -u root -pS3cretPass99; 数据库密码是 {PASSWORD}"
+    f"mysql -u root -pS3cretPass99; 数据库密码是 {PASSWORD}; the memory server key is {MDK}"
 )
 
 
@@ -523,6 +534,7 @@ def _assert_masked(text: str) -> None:
     for secret in SECRETS_IN_CHAT:
         assert secret not in text
     assert "[REDACTED:sendgrid_key]" in text and "[REDACTED:vault_token]" in text
+    assert "[REDACTED:memdir_api_key]" in text
 
 
 def _files(ws: Workspace, pattern: str) -> str:

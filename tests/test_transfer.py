@@ -12,7 +12,7 @@ from memdir.cli import cli
 from memdir.errors import ConfigError, WorkspaceError
 from memdir.messages import Msg
 from memdir.sessions import SessionLog
-from memdir.store.transfer import export_workspace, import_workspace
+from memdir.store.transfer import export_workspace, import_workspace, workspace_files
 from memdir.workspace import Workspace
 
 
@@ -37,6 +37,28 @@ def _fill(ws: Workspace) -> None:
     bob = ws.namespaced("bob")
     bob.write_text("MEMORY.md", "- bob's own\n")
     bob.append_text("memory/2026-11-30.md", "- bob noted it\n")
+
+
+KEYS = '{"version": 1, "keys": [{"key_id": "abcdefghijklmnop", "scope": "admin"}]}\n'
+
+
+def test_the_server_keys_are_neither_exported_nor_imported(
+    tmp_path: Path, any_ws: Workspace
+) -> None:
+    any_ws.write_text("MEMORY.md", "- kept\n")
+    any_ws.write_text(".memdir-server/keys.json", KEYS)
+    assert workspace_files(any_ws) == ["MEMORY.md"]
+    out = tmp_path / "out"
+    report = export_workspace(any_ws, out, all_namespaces=True)
+    assert report.files == 1 and not (out / ".memdir-server").exists()
+    # a directory that brings keys of its own cannot plant them in the workspace
+    planted = tmp_path / "planted"
+    (planted / ".memdir-server").mkdir(parents=True)
+    (planted / ".memdir-server" / "keys.json").write_text(KEYS.replace("admin", "forged"))
+    (planted / "MEMORY.md").write_text("- kept\n")
+    loaded = import_workspace(planted, any_ws, replace=True)
+    assert loaded.files == 0 and loaded.unchanged == 1
+    assert any_ws.read_text(".memdir-server/keys.json") == KEYS
 
 
 def test_files_to_postgres_to_files_is_exact(tmp_path: Path, pg_url: str) -> None:

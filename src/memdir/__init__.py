@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         OutcomeUnknownError,
         SessionLogError,
         ToolInputError,
+        VersionConflict,
         WorkspaceError,
     )
     from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
@@ -123,6 +124,7 @@ __all__ = [
     "TruncateArgsConfig",
     "Usage",
     "UsageAnchor",
+    "VersionConflict",
     "Workspace",
     "WorkspaceError",
     "__version__",
@@ -199,6 +201,7 @@ _LAZY: dict[str, str] = {
     "TruncateArgsConfig": "memdir.compaction",
     "Usage": "memdir.models",
     "UsageAnchor": "memdir.tokens",
+    "VersionConflict": "memdir.errors",
     "Workspace": "memdir.store.workspace",
     "WorkspaceError": "memdir.errors",
 }

@@ -5,6 +5,11 @@ least recently used beyond ``size`` are closed. After a fork the child starts em
 objects opened before it hold SQLite connections the child must neither use nor close
 (closing could checkpoint or delete the parent's WAL), so it keeps them aside, untouched.
 Every cache closes what it holds at interpreter exit.
+
+The shared index caches (the tools' search indexes, the session indexes) keep
+:data:`DEFAULT_INDEX_LIMIT` each; a process serving many workspaces raises that with
+:func:`set_open_index_limit`. An index closed by the cache while a caller still holds it
+opens again on that caller's next use.
 """
 
 from __future__ import annotations
@@ -14,9 +19,14 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["OpenCache"]
+from memdir.errors import ConfigError
+
+__all__ = ["DEFAULT_INDEX_LIMIT", "OpenCache", "index_cache", "set_open_index_limit"]
+
+DEFAULT_INDEX_LIMIT = 8
+"""Search indexes (and, apart, session indexes) kept open per process by default."""
 
 
 class _Closable(Protocol):
@@ -52,6 +62,14 @@ class OpenCache(Generic[_T]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def resize(self, size: int) -> None:
+        """Keep at most ``size`` objects from now on; the least recently used beyond are closed."""
+        with self._lock:
+            self.size = size
+            evicted = [self._items.popitem(last=False)[1] for _ in range(len(self) - size)]
+        for old in evicted:
+            old.close()
+
     def close_all(self) -> None:
         """Close every object kept (they are made again on next use)."""
         with self._lock:
@@ -64,3 +82,35 @@ class OpenCache(Generic[_T]):
         self._lock = threading.Lock()  # another thread may have held it at the fork
         self._inherited.extend(self._items.values())
         self._items.clear()
+
+
+_INDEX_CACHES: list[OpenCache[Any]] = []
+_index_limit = DEFAULT_INDEX_LIMIT
+
+
+def index_cache() -> OpenCache[Any]:
+    """A new cache of open indexes, sized by :func:`set_open_index_limit`."""
+    cache: OpenCache[Any] = OpenCache(_index_limit)
+    _INDEX_CACHES.append(cache)
+    return cache
+
+
+def set_open_index_limit(limit: int) -> None:
+    """How many workspaces' indexes this process keeps open between calls.
+
+    Applies to each shared cache (the search indexes of the memory tools and
+    :func:`~memdir.tools.shared_index`, and the session indexes), now and later; lowering it
+    closes the least recently used at once. A server answering for many namespaces raises it
+    so that a busy namespace's index is not closed and reopened between two requests; each
+    open index holds a database connection (and, for a session index of a PostgreSQL
+    workspace, an index in memory).
+
+    Raises:
+        ConfigError: ``limit`` is not an integer of at least 1.
+    """
+    global _index_limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ConfigError(f"the open index limit must be an integer >= 1, not {limit!r}")
+    _index_limit = limit
+    for cache in _INDEX_CACHES:
+        cache.resize(limit)

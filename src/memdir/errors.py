@@ -9,8 +9,9 @@ one type. Messages are one line and say what to do next.
     ├── ConfigError          bad configuration or a missing setting (e.g. an API key)
     ├── WorkspaceError       a path outside the workspace, an unreadable or unwritable file,
     │   │                    a database that cannot be reached (the write was not made)
-    │   └── OutcomeUnknownError  a write was sent, then the database went away before it
-    │                            answered: it may or may not be written (its key says which)
+    │   ├── OutcomeUnknownError  a write was sent, then the database went away before it
+    │   │                        answered: it may or may not be written (its key says which)
+    │   └── VersionConflict  a file changed since the version a replace was based on
     ├── IndexError_          the search index cannot be used (see IndexCorruptError)
     │   └── IndexCorruptError   the database is damaged or from a foreign version
     ├── ModelError           a model provider failed (HTTP error, bad payload, timeout)
@@ -39,6 +40,7 @@ __all__ = [
     "OutcomeUnknownError",
     "SessionLogError",
     "ToolInputError",
+    "VersionConflict",
     "WorkspaceError",
 ]
 
@@ -72,6 +74,21 @@ class OutcomeUnknownError(WorkspaceError):
         super().__init__(message)
         self.key = key
         self.what = what
+
+
+class VersionConflict(WorkspaceError):
+    """A replace was based on a version of a file that is no longer its current one.
+
+    Someone else changed the file after it was read; nothing was written. Read it again, merge,
+    and replace with the new version.
+
+    Attributes:
+        current: the file's version now (``None``: it does not exist).
+    """
+
+    def __init__(self, message: str, *, current: str | None) -> None:
+        super().__init__(message)
+        self.current = current
 
 
 class IndexError_(MemdirError):

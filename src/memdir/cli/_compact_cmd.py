@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import hashlib
-import json
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,7 +108,7 @@ def compact_cmd(
     from memdir.cli._ingest_cmd import build_model
     from memdir.compaction import CompactionConfig, CompactionEvent, ConversationCompactor
     from memdir.ingest.transcripts import load_transcript, session_id_for
-    from memdir.messages import msgs_to_json
+    from memdir.messages import msgs_to_json, stable_ids
     from memdir.store.workspace import SESSIONS_DIR, atomic_write, resolve_workspace_root
 
     if trigger_messages and keep_messages >= trigger_messages:
@@ -130,7 +127,7 @@ def compact_cmd(
         )
     msgs = list(transcript.messages)
     if transcript.format != "memdir":
-        msgs = _stable_ids(msgs, sid)
+        msgs = stable_ids(msgs, sid)
     config = CompactionConfig(
         trigger_messages=trigger_messages,
         trigger_tokens=trigger_tokens,
@@ -260,19 +257,6 @@ def _size(msgs: list[Msg]) -> str:
 
 def _nothing_before_tail(reason: str, size: str, keep: int) -> str:
     return f"nothing to compact ({reason}): {size}, nothing before the tail of {keep} to summarise"
-
-
-def _stable_ids(msgs: list[Msg], sid: str) -> list[Msg]:
-    """Ids derived from position and content, for formats without message ids.
-
-    Compacting the same file twice then offloads nothing twice (the log is idempotent by id).
-    """
-    out = []
-    for i, msg in enumerate(msgs):
-        body = json.dumps([msg.role, msg.name, msg.to_dict()["content"]], ensure_ascii=False)
-        digest = hashlib.sha256(f"{sid}\x1f{i}\x1f{body}".encode()).hexdigest()[:24]
-        out.append(dataclasses.replace(msg, id=f"{sid}:{i}:{digest}"))
-    return out
 
 
 def _log(result: CompactionResult | None) -> dict[str, Any] | None:

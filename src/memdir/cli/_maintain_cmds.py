@@ -299,7 +299,8 @@ def memory_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
 @pass_state
 def history_cmd(state: CliState, limit: int | None, as_json: bool) -> None:
-    """What each consolidation changed in MEMORY.md, oldest first."""
+    """What each consolidation, and each replace by a person or a client, changed in
+    MEMORY.md, oldest first."""
     from memdir.memory import read_consolidation_log
 
     records = read_consolidation_log(state.workspace(create=False), limit=limit)
@@ -316,12 +317,11 @@ def history_cmd(state: CliState, limit: int | None, as_json: bool) -> None:
         summary = " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
         size = ""
         if "after_chars" in record:
-            size = (
-                f" {record.get('before_chars')}→{record['after_chars']}"
-                f"/{record.get('budget_chars')} chars"
-            )
-        model = record.get("model", "?")
-        click.echo(f"{record.get('at', '?')} {status}{reason} [{model}] {summary}{size}")
+            budget = f"/{record['budget_chars']}" if record.get("budget_chars") else ""
+            size = f" {record.get('before_chars')}→{record['after_chars']}{budget} chars"
+        # A consolidation names its model; an edit by a person or a client, who made it.
+        who = record.get("model") or (f"by {record['by']}" if record.get("by") else "?")
+        click.echo(f"{record.get('at', '?')} {status}{reason} [{who}] {summary}{size}")
         _print_diff(
             record.get("added", ()),
             record.get("changed", ()),

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from memdir.cli._common import EXIT_HELP, CliState, echo_json, info, pass_state, plural
+from memdir.errors import WorkspaceError
+
+if TYPE_CHECKING:
+    from memdir.store.transfer import TransferReport
+    from memdir.store.workspace import Workspace
 
 __all__ = ["db_group", "export_cmd", "import_cmd"]
 
@@ -18,33 +26,58 @@ _ALL_HELP = "The workspace root and every namespace (as ns/NAME/ in the director
     "--to",
     "directory",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="An empty (or new) directory to write the workspace into.",
+    type=click.Path(path_type=Path),
+    help="An empty (or new) directory to write the workspace into, or a new .tar.gz file.",
 )
 @click.option("--all-namespaces", is_flag=True, help=_ALL_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout.")
 @pass_state
 def export_cmd(state: CliState, directory: Path, all_namespaces: bool, as_json: bool) -> None:
-    """Write the workspace's files (from any store) into a plain directory.
+    """Write the workspace's files (from any store) into a plain directory, or an archive.
 
     The copy can be read, grepped and backed up, opened as a workspace with -w, and loaded
     back with memdir import. The search index is not copied: it is rebuilt from the files.
+    A path ending in .tar.gz (or .tgz) gets the same files as one gzip-compressed tar.
     """
+    from memdir.store.archive import is_archive_path
     from memdir.store.transfer import export_workspace
 
     if all_namespaces and state.namespace:
         raise click.UsageError("--all-namespaces and --namespace exclude each other")
-    report = export_workspace(
-        state.workspace(create=False), directory, all_namespaces=all_namespaces
-    )
+    ws = state.workspace(create=False)
+    if is_archive_path(directory):
+        report = _export_archive(ws, directory, all_namespaces=all_namespaces)
+    else:
+        report = export_workspace(ws, directory, all_namespaces=all_namespaces)
     if as_json:
         echo_json({"files": report.files, "bytes": report.bytes, "namespaces": report.namespaces})
         return
     info(f"exported {plural(report.files, 'file')} ({report.bytes:,} bytes) to {directory}")
 
 
+def _export_archive(ws: Workspace, path: Path, *, all_namespaces: bool) -> TransferReport:
+    """Write the archive beside ``path`` and rename it there once complete: an export that
+    fails leaves no half archive behind."""
+    from memdir.store.archive import write_archive
+
+    if path.exists() or path.is_symlink():
+        raise WorkspaceError(f"cannot export to {path}: it exists (give a new file name)")
+    with tempfile.NamedTemporaryFile(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False
+    ) as tmp:
+        try:
+            report = write_archive(ws, tmp, all_namespaces=all_namespaces)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        except BaseException:
+            Path(tmp.name).unlink()
+            raise
+    os.replace(tmp.name, path)
+    return report
+
+
 @click.command("import", epilog=EXIT_HELP)
-@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("directory", type=click.Path(exists=True, path_type=Path))
 @click.option("--all-namespaces", is_flag=True, help=_ALL_HELP)
 @click.option(
     "--replace",
@@ -56,18 +89,29 @@ def export_cmd(state: CliState, directory: Path, all_namespaces: bool, as_json: 
 def import_cmd(
     state: CliState, directory: Path, all_namespaces: bool, replace: bool, as_json: bool
 ) -> None:
-    """Load a plain workspace directory (such as an export) into this workspace, on any store.
+    """Load a plain workspace directory or a .tar.gz (such as an export) into this workspace,
+    on any store.
 
     A file that already holds the same bytes is skipped; one that holds something else is
-    kept and reported (exit code 1) unless --replace. Searches re-index what was loaded.
+    kept and reported (exit code 1) unless --replace. Searches re-index what was loaded. An
+    archive is checked whole before anything is loaded (no links, devices or paths out of it).
     """
+    from memdir.store.archive import import_archive, is_archive_path
     from memdir.store.transfer import import_workspace
 
     if all_namespaces and state.namespace:
         raise click.UsageError("--all-namespaces and --namespace exclude each other")
-    report = import_workspace(
-        directory, state.workspace(), all_namespaces=all_namespaces, replace=replace
-    )
+    if directory.is_dir():
+        report = import_workspace(
+            directory, state.workspace(), all_namespaces=all_namespaces, replace=replace
+        )
+    elif is_archive_path(directory):
+        with directory.open("rb") as source:
+            report = import_archive(
+                source, state.workspace(), all_namespaces=all_namespaces, replace=replace
+            )
+    else:
+        raise click.UsageError(f"{directory} is neither a directory nor a .tar.gz archive")
     if as_json:
         echo_json(
             {

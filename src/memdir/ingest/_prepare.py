@@ -2,9 +2,9 @@
 
 * **Stable ids.** Formats without message ids (OpenAI and Anthropic lists, Claude Code files)
   get ids derived from the session id, the position and the content, the same ones
-  ``memdir compact`` gives. Reading a file twice gives the same ids, so the session log and the
-  flush cursor recognise messages they already hold; a transcript that grew keeps the ids of
-  its old messages.
+  ``memdir compact`` gives (:func:`memdir.messages.stable_ids`). Reading a file twice gives
+  the same ids, so the session log and the flush cursor recognise messages they already hold;
+  a transcript that grew keeps the ids of its old messages.
 * **Redaction.** Every text field (text, thinking, tool inputs, tool outputs) is masked before
   the replay starts, so no secret reaches a model, the session log, an evicted-result file,
   the ledger or ``MEMORY.md``.
@@ -15,21 +15,18 @@
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from memdir.errors import MemdirError
 from memdir.ingest.transcripts import Transcript
 from memdir.memory import flushed_message_ids
-from memdir.messages import Msg
+from memdir.messages import Msg, stable_ids
 from memdir.sessions import SessionLog
 from memdir.sessions._record import redact_message
 from memdir.store.workspace import Workspace
 
-__all__ = ["Prepared", "allocate_session_id", "prepare", "stable_ids"]
+__all__ = ["Prepared", "allocate_session_id", "prepare"]
 
 _MAX_SUFFIX = 10_000
 
@@ -48,20 +45,6 @@ class Prepared:
     transcript: Transcript
     messages: tuple[Msg, ...]
     timestamped: bool
-
-
-def stable_ids(msgs: Sequence[Msg], session_id: str) -> list[Msg]:
-    """The messages with ids derived from ``session_id``, position and content.
-
-    The same conversation read twice gets the same ids; so does the unchanged beginning of a
-    conversation that grew.
-    """
-    out = []
-    for i, msg in enumerate(msgs):
-        body = json.dumps([msg.role, msg.name, msg.to_dict()["content"]], ensure_ascii=False)
-        digest = hashlib.sha256(f"{session_id}\x1f{i}\x1f{body}".encode()).hexdigest()[:24]
-        out.append(dataclasses.replace(msg, id=f"{session_id}:{i}:{digest}"))
-    return out
 
 
 def prepare(transcript: Transcript, redactor: Callable[[str], str]) -> Prepared:

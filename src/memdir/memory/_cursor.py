@@ -21,9 +21,8 @@ from datetime import datetime
 from typing import Any
 
 from memdir.errors import MemdirError
-from memdir.memory._entries import parse_ledger_blocks
 from memdir.messages import Msg
-from memdir.store.ledger import normalize_bullet
+from memdir.store.ledger import landed_since
 from memdir.store.workspace import MEMORY_DIR, Workspace
 
 __all__ = ["CURSOR_DIR", "FlushCursor"]
@@ -129,14 +128,9 @@ class FlushCursor:
         if not isinstance(rel, str) or not isinstance(size, int) or not isinstance(bullets, list):
             return False
         try:
-            tail = ws.read_from(rel, size).decode("utf-8", errors="replace")
-        except (FileNotFoundError, MemdirError):
+            return landed_since(ws, rel, size, [str(b) for b in bullets]) is not None
+        except MemdirError:  # unreadable, or a damaged record: the append is redone
             return False
-        wanted = {normalize_bullet(str(b)) for b in bullets}
-        for block in parse_ledger_blocks(tail):
-            if wanted <= {normalize_bullet(b) for b in block.bullets}:
-                return True
-        return False
 
 
 def _last_index(messages: Sequence[Msg], match: Callable[[Msg], bool]) -> int | None:

@@ -19,10 +19,8 @@ from memdir.store.ledger import normalize_bullet
 __all__ = [
     "Bullet",
     "EntryDiff",
-    "LedgerBlock",
     "diff_entries",
     "parse_bullets",
-    "parse_ledger_blocks",
     "strip_fence",
 ]
 
@@ -96,35 +94,6 @@ def parse_bullets(text: str) -> list[Bullet]:
         close()
     close()
     return bullets
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerBlock:
-    """One ``## <kind> — <instant>`` block of a ledger and its bullet texts."""
-
-    kind: str
-    instant: str
-    bullets: tuple[str, ...]
-
-
-_BLOCK_HEAD = re.compile(r"^##\s+(.+?)\s+[—-]\s+(\S+)\s*$")
-
-
-def parse_ledger_blocks(text: str) -> list[LedgerBlock]:
-    """Split ledger text into blocks (bullets before the first header: kind ``""``)."""
-    blocks: list[LedgerBlock] = []
-    kind, instant = "", ""
-    body: list[str] = []
-    for line in [*text.splitlines(), "## end — end"]:
-        head = _BLOCK_HEAD.match(line)
-        if head:
-            bullets = tuple(b.text for b in parse_bullets("\n".join(body)))
-            if bullets or kind:
-                blocks.append(LedgerBlock(kind, instant, bullets))
-            kind, instant, body = head.group(1), head.group(2), []
-        else:
-            body.append(line)
-    return blocks
 
 
 def tokens(text: str) -> set[str]:

@@ -14,22 +14,24 @@ serves sync and async callers alike and never runs on the caller's thread or loo
 
 :meth:`~MemoryMaintenanceScheduler.request_consolidation` (called after each flush) only sets
 a flag; the worker serves it once ``consolidation_min_gap`` has passed since the last
-consolidation by any process (the time is kept in ``memory/.maintenance.json``). A request
-that arrives too early is remembered, not dropped. Ticks too are claimed in that file, so a
-workspace shared by several processes is maintained once per interval, and a lease makes sure
-two runs never overlap.
+consolidation by any process (the time is kept in ``memory/.maintenance.json``, see
+:mod:`memdir.memory._schedule`). A request that arrives too early is remembered, not dropped;
+one persisted by :func:`~memdir.memory.request_consolidation` (from any process) is served the
+same way. Ticks too are claimed in that file, so a workspace shared by several processes is
+maintained once per interval, and a lease makes sure two runs never overlap.
+:meth:`~MemoryMaintenanceScheduler.arun_due` runs what is due once, without the thread (a
+server sweeping many workspaces calls it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,8 +40,9 @@ from memdir.errors import ConfigError
 from memdir.memory._checks import check_callable, check_duration, check_int
 from memdir.memory._lease import Lease
 from memdir.memory._retention import PruneReport, expire_ledgers, prune_old_files
+from memdir.memory._schedule import LAST_CONSOLIDATION, LAST_TICK, Schedule, elapsed_since
 from memdir.memory.consolidate import ConsolidationResult, MemoryConsolidator
-from memdir.store.workspace import MEMORY_DIR, Workspace
+from memdir.store.workspace import Workspace
 
 if TYPE_CHECKING:
     from memdir.index import EmbedStats, IndexStats, MemoryIndex
@@ -50,7 +53,6 @@ log = logging.getLogger("memdir.memory")
 
 _T = TypeVar("_T")
 
-STATE_REL = f"{MEMORY_DIR}/.maintenance.json"
 _MAX_SLEEP = 60.0  # re-check at least this often (clock changes, other processes)
 
 
@@ -158,8 +160,8 @@ class MemoryMaintenanceScheduler:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._state_lock = threading.Lock()
+        self._task: asyncio.Task[Any] | None = None
+        self._schedule = Schedule(self.workspace)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -212,13 +214,17 @@ class MemoryMaintenanceScheduler:
         self.stop()
 
     def request_consolidation(self) -> None:
-        """Ask for a consolidation. Never blocks; served once the minimum gap has passed."""
+        """Ask for a consolidation. Never blocks; served once the minimum gap has passed.
+
+        The request lives in this scheduler; :func:`memdir.memory.request_consolidation`
+        persists one that any process's scheduler serves.
+        """
         self._requested.set()
         self._poke()
 
     @property
     def consolidation_pending(self) -> bool:
-        """Whether a requested consolidation has not been served yet."""
+        """Whether a consolidation requested of this scheduler has not been served yet."""
         return self._requested.is_set()
 
     def _poke(self) -> None:
@@ -270,7 +276,7 @@ class MemoryMaintenanceScheduler:
             if dry_run:
                 consolidation = await self.consolidator.consolidate(dry_run=True)
             else:
-                self._record("last_consolidation_at")
+                self._schedule.record(LAST_CONSOLIDATION)
                 consolidation = await self._consolidate_requested()
         except Exception as exc:
             errors.append(_failure("consolidate", exc))
@@ -341,45 +347,6 @@ class MemoryMaintenanceScheduler:
         with MemoryIndex(self.workspace) as index:
             return step(index)
 
-    # -- persisted times ----------------------------------------------------------------
-
-    def _load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.workspace.read_bytes(STATE_REL))
-        except (FileNotFoundError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def _last(self, key: str) -> datetime | None:
-        raw = self._load().get(key)
-        try:
-            return datetime.fromisoformat(raw) if isinstance(raw, str) else None
-        except ValueError:
-            return None
-
-    def _record(self, key: str) -> None:
-        with self._state_lock, self.workspace.lock("maintenance-state"):
-            data = self._load()
-            data[key] = self.workspace.utc_now().isoformat()
-            self.workspace.write_text(STATE_REL, json.dumps(data, sort_keys=True) + "\n")
-
-    def _claim(self, key: str, gap: timedelta) -> timedelta:
-        """Claim the slot ``key`` if ``gap`` has passed: ``0`` on success, else time left."""
-        with self._state_lock, self.workspace.lock("maintenance-state"):
-            data = self._load()
-            now = self.workspace.utc_now()
-            raw = data.get(key)
-            try:
-                last = datetime.fromisoformat(raw) if isinstance(raw, str) else None
-            except ValueError:
-                last = None
-            elapsed = _elapsed(last, now)
-            if elapsed is not None and elapsed < gap:
-                return gap - elapsed
-            data[key] = now.isoformat()
-            self.workspace.write_text(STATE_REL, json.dumps(data, sort_keys=True) + "\n")
-            return timedelta(0)
-
     # -- the worker ---------------------------------------------------------------------
 
     def _thread_main(self) -> None:
@@ -396,7 +363,6 @@ class MemoryMaintenanceScheduler:
         self._wake = asyncio.Event()
         if self._requested.is_set():
             self._wake.set()
-        cfg = self.config
         first = True
         while not self._stopping.is_set():
             wait = self._next_wait(startup=first)
@@ -406,24 +372,42 @@ class MemoryMaintenanceScheduler:
             self._wake.clear()
             if self._stopping.is_set():
                 break
-            if self._claim("last_tick_at", cfg.interval) == timedelta(0):
-                await self._guarded(self.arun_once())
-            elif self._requested.is_set():
-                left = self._claim("last_consolidation_at", cfg.consolidation_min_gap)
-                if left == timedelta(0):
-                    await self._guarded(self._consolidate_requested())
+            await self._guarded(self.arun_due())
+
+    async def arun_due(self) -> MaintenanceReport | ConsolidationResult | None:
+        """Run what is due, once, on the calling task (no background thread).
+
+        A full pass when ``interval`` has passed since the last one by any process (its slot
+        is claimed first); else a consolidation when one was requested (of this scheduler,
+        or persisted by :func:`memdir.memory.request_consolidation`) and
+        ``consolidation_min_gap`` has passed since the last one. A server maintaining many
+        workspaces calls this for each in turn; the claims and leases keep replicas from
+        running a job twice. The store is read and written on the calling thread.
+
+        Returns:
+            The pass's report, the consolidation's result, or ``None`` when nothing was due.
+        """
+        cfg = self.config
+        if self._schedule.claim(LAST_TICK, cfg.interval) == timedelta(0):
+            return await self.arun_once()
+        if not self._requested.is_set() and self._schedule.pending_request() is None:
+            return None
+        if self._schedule.claim(LAST_CONSOLIDATION, cfg.consolidation_min_gap) != timedelta(0):
+            return None
+        return await self._consolidate_requested()
 
     def _next_wait(self, *, startup: bool) -> float:
         cfg = self.config
         now = self.workspace.utc_now()
+        data = self._schedule.load()
         waits = [_MAX_SLEEP]
-        since_tick = _elapsed(self._last("last_tick_at"), now)
+        since_tick = elapsed_since(self._schedule.last(LAST_TICK, data), now)
         tick_due = cfg.interval - since_tick if since_tick is not None else timedelta(0)
         if startup:
             tick_due = max(tick_due, cfg.startup_delay)
         waits.append(tick_due.total_seconds())
-        if self._requested.is_set():
-            since = _elapsed(self._last("last_consolidation_at"), now)
+        if self._requested.is_set() or self._schedule.pending_request(data) is not None:
+            since = elapsed_since(self._schedule.last(LAST_CONSOLIDATION, data), now)
             due = cfg.consolidation_min_gap - since if since is not None else timedelta(0)
             waits.append(due.total_seconds())
         return max(0.0, min(waits))
@@ -440,9 +424,11 @@ class MemoryMaintenanceScheduler:
             self._task = None
 
     async def _consolidate_requested(self) -> ConsolidationResult:
-        # Clear first: a request arriving during the run must survive it.
+        # Clear first: a request arriving during the run must survive it (a persisted one
+        # has a token of its own, which a later request replaces).
         was_requested = self._requested.is_set()
         self._requested.clear()
+        persisted = self._schedule.pending_request()
         retry = True
         try:
             result = await self.consolidator.consolidate()
@@ -451,6 +437,8 @@ class MemoryMaintenanceScheduler:
         finally:
             if retry and was_requested:
                 self._requested.set()
+            if not retry and persisted is not None:
+                self._schedule.settle(persisted)
 
 
 # Consolidation outcomes worth retrying after the gap; anything else serves the request.
@@ -465,14 +453,6 @@ _RETRY = frozenset(
         "memory_changed",
     }
 )
-
-
-def _elapsed(last: datetime | None, now: datetime) -> timedelta | None:
-    """Time since ``last``; ``None`` when unknown, or when ``last`` is in the future (a clock
-    that ran ahead, here or on another host, must not postpone maintenance until then)."""
-    if last is None or last.tzinfo is None or last > now:
-        return None
-    return now - last
 
 
 def _failure(step: str, exc: Exception) -> str:

@@ -8,6 +8,8 @@ came are both representable; :func:`dangling_tool_calls` finds the latter.
 
 Converters: :func:`to_openai` / :func:`from_openai` (chat completions) and :func:`to_anthropic`
 / :func:`from_anthropic` (Messages API); each module docstring lists what the format cannot carry.
+Those formats have no message ids: :func:`stable_ids` gives the messages ids derived from their
+session, position and content, so the same conversation sent again is recognised.
 
 Serialisation is lossless: ``Msg.from_dict(m.to_dict()) == m`` and
 ``msgs_from_json(msgs_to_json(ms)) == ms``.
@@ -22,6 +24,7 @@ import json
 from collections.abc import Iterable, Sequence
 
 from memdir.messages._anthropic_format import from_anthropic, to_anthropic
+from memdir.messages._ids import stable_ids
 from memdir.messages._msg import (
     SUMMARY_NAME,
     Block,
@@ -67,6 +70,7 @@ __all__ = [
     "msgs_to_json",
     "pair_tool_results",
     "repair_tool_pairing",
+    "stable_ids",
     "to_anthropic",
     "to_openai",
 ]

@@ -113,6 +113,8 @@ TWILIO_ACCOUNT = _p("twilio_account_sid", r"\bAC[0-9a-f]{32}\b", "ac", random=Tr
 
 # Most specific first: ``sk-ant-`` before ``sk-``, Square's ``EAAA`` before Meta's ``EAA``.
 PROVIDER_PATTERNS: tuple[RedactionPattern, ...] = (
+    # memdir's own API keys (memdir serve): mdk_<key id, 16 base32>_<secret, 32 bytes base64url>
+    _p("memdir_api_key", r"\bmdk_[a-z2-7]{16}_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])", "mdk_"),
     _p("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", "eyj"),
     # AI providers
     _p("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", "sk-ant-"),

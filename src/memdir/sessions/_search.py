@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from memdir._opencache import OpenCache
+from memdir._opencache import OpenCache, index_cache
 from memdir.index._forms import word_key
 from memdir.index._query import analyze_query
 from memdir.index._schema import LINE_BITS
@@ -190,7 +190,7 @@ def snippet(text: str, query: str, limit: int) -> str:
 
 # -- one open index per workspace ---------------------------------------------------------
 
-_INDEXES: OpenCache[SessionIndex] = OpenCache()
+_INDEXES: OpenCache[SessionIndex] = index_cache()
 
 
 def _key(ws: Workspace) -> str:

@@ -19,6 +19,7 @@ __all__ = [
     "append_block",
     "append_bullets",
     "format_block",
+    "landed_since",
     "line_at",
     "normalize_bullet",
 ]
@@ -26,6 +27,7 @@ __all__ = [
 BULLET_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 """A list marker at the start of a line (``- ``, ``* ``, ``1. ``...)."""
 _SPACE = re.compile(r"\s+")
+_BLOCK_HEAD = re.compile(r"^##\s+(.+?)\s+[—-]\s+(\S+)\s*$")  # "## <kind> — <instant>"
 
 
 def normalize_bullet(text: str) -> str:
@@ -107,3 +109,60 @@ def append_bullets(
     block = append_block(ws, bullets, header=header, day=day)
     first, last = block.bullet_lines(line_at(ws, block.rel, block.start))
     return block.rel, first, last
+
+
+def landed_since(
+    ws: Workspace, rel: str, offset: int, bullets: Iterable[str]
+) -> AppendedBlock | None:
+    """The block after byte ``offset`` of ledger ``rel`` that holds every one of ``bullets``.
+
+    An append whose answer was lost (a crash, a dropped connection) may or may not have
+    landed. Recording the ledger, its size before the append and the bullets first, then
+    asking this before writing again, makes the append happen once: a found block is the
+    earlier append (bullets compare as :func:`normalize_bullet` does). Only the bytes after
+    ``offset`` are read.
+
+    Args:
+        ws: the workspace.
+        rel: the ledger (``ws.ledger_rel(day)``), workspace-relative.
+        offset: the ledger's size before the append.
+        bullets: the bullets as they were to be written (after masking).
+
+    Returns:
+        Where the block is (as :func:`append_block` answers), or ``None`` when it is not
+        there, or the ledger does not exist.
+
+    Raises:
+        MemdirError: bad arguments (no bullet, a negative offset).
+        WorkspaceError: the ledger cannot be read (the store is unreachable).
+    """
+    if isinstance(bullets, str) or not isinstance(bullets, Iterable):
+        raise MemdirError(f"bullets must be a list of bullet strings, not {type(bullets).__name__}")
+    wanted = {normalize_bullet(b) for b in bullets} - {""}
+    if not wanted:
+        raise MemdirError("landed_since needs at least one non-blank bullet to look for")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise MemdirError(f"offset must be a byte offset (an integer >= 0), not {offset!r}")
+    try:
+        tail = ws.read_from(rel, offset)
+    except FileNotFoundError:
+        return None
+    for start, found in _blocks(tail):
+        if wanted <= {normalize_bullet(b) for b in found}:
+            return AppendedBlock(rel=rel, start=offset + start, bullets=len(found))
+    return None
+
+
+def _blocks(data: bytes) -> list[tuple[int, list[str]]]:
+    """The blocks of ledger bytes: where each starts (the blank line before its header, as
+    :func:`append_block` writes it) and its bullet lines."""
+    blocks: list[tuple[int, list[str]]] = []
+    at = 0
+    for line in data.splitlines(keepends=True):
+        text = line.rstrip(b"\r\n").decode("utf-8", errors="replace")
+        if _BLOCK_HEAD.match(text):
+            blocks.append((max(0, at - 1), []))
+        elif blocks and BULLET_MARKER.match(text):
+            blocks[-1][1].append(text)
+        at += len(line)
+    return blocks

@@ -4,7 +4,8 @@
 namespace under ``ns/``) into a directory with the layout of a file workspace; the copy can be
 read, grepped, diffed and backed up, and opened as a workspace itself. :func:`import_workspace`
 loads such a directory into any workspace, PostgreSQL included. The index (``.index/``) is
-derived and never copied: it is rebuilt from the files. A round trip is exact, byte for byte.
+derived and never copied: it is rebuilt from the files; nor is the server's ``.memdir-server/``
+(its keys). A round trip is exact, byte for byte.
 
 An import never overwrites a file that holds something else unless asked to (``replace``):
 the file is reported as a conflict and left as it was.
@@ -18,9 +19,15 @@ from pathlib import Path
 
 from memdir.errors import ConfigError, WorkspaceError
 from memdir.store.namespaces import NAMESPACES_DIR, validate_namespace
-from memdir.store.workspace import INDEX_DIR, Workspace
+from memdir.store.workspace import INDEX_DIR, SERVER_DIR, Workspace
 
-__all__ = ["TransferReport", "export_workspace", "import_workspace"]
+__all__ = [
+    "TransferReport",
+    "export_sources",
+    "export_workspace",
+    "import_workspace",
+    "workspace_files",
+]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -42,11 +49,12 @@ class TransferReport:
     namespaces: list[str | None] = field(default_factory=list)
 
 
-_SKIPPED = (INDEX_DIR, NAMESPACES_DIR)
+_SKIPPED = (INDEX_DIR, NAMESPACES_DIR, SERVER_DIR)
 
 
-def _files(ws: Workspace) -> list[str]:
-    """Every file of ``ws`` to copy (not the derived index, not other namespaces), sorted."""
+def workspace_files(ws: Workspace) -> list[str]:
+    """Every file of ``ws`` an export holds, sorted: not the derived index (``.index/``), not
+    other namespaces (``ns/``), not the server's keys (``.memdir-server/``)."""
     found: list[str] = []
     for entry in ws.listdir(""):
         if entry.name in _SKIPPED:
@@ -58,11 +66,14 @@ def _files(ws: Workspace) -> list[str]:
     return sorted(found)
 
 
-def _targets(ws: Workspace, all_namespaces: bool) -> list[Workspace]:
+def export_sources(ws: Workspace, *, all_namespaces: bool = False) -> list[tuple[Workspace, str]]:
+    """What an export of ``ws`` holds: each workspace and the prefix of its files in the export
+    (``""`` for ``ws`` itself, or for the root; ``"ns/<name>/"`` for a namespace)."""
     if not all_namespaces:
-        return [ws]
+        return [(ws, "")]
     root = ws.namespaced(None, create=False)
-    return [root, *(root.namespaced(n, create=False) for n in root.namespaces())]
+    spaces = [root.namespaced(n, create=False) for n in root.namespaces()]
+    return [(root, ""), *((s, f"{NAMESPACES_DIR}/{s.namespace}/") for s in spaces)]
 
 
 def export_workspace(
@@ -78,13 +89,11 @@ def export_workspace(
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise WorkspaceError(f"cannot export into {out}: it exists and is not an empty directory")
     report = TransferReport()
-    for source in _targets(ws, all_namespaces):
+    for source, prefix in export_sources(ws, all_namespaces=all_namespaces):
         base = Workspace(out)
-        dest = base if source.namespace is None or not all_namespaces else None
-        if dest is None:
-            dest = base.namespaced(source.namespace)
+        dest = base.namespaced(source.namespace) if prefix else base
         report.namespaces.append(source.namespace)
-        for rel in _files(source):
+        for rel in workspace_files(source):
             data = source.read_bytes(rel)
             dest.write_bytes(rel, data)
             report.files += 1
@@ -127,7 +136,7 @@ def import_workspace(
     report = TransferReport()
     for source, dest in sources:
         report.namespaces.append(dest.namespace)
-        for rel in _files(source):
+        for rel in workspace_files(source):
             data = source.read_bytes(rel)
             current = dest.read_versioned(rel)
             if current is not None and current.data == data:

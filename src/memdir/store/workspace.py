@@ -85,6 +85,9 @@ HISTORY_DIR = "memory/.history"
 SESSIONS_DIR = "sessions"
 LARGE_RESULTS_DIR = "large_tool_results"
 INDEX_DIR = ".index"
+SERVER_DIR = ".memdir-server"
+"""The server's own files at the base of a workspace (``memdir serve``: its keys), never
+exported and never readable by a tool."""
 
 _LEDGER_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
 logger = logging.getLogger("memdir.store.workspace")
@@ -97,23 +100,34 @@ MEMORY_AREA = Area(
 )
 """What ``memory_get``, ``memdir get`` and the index read: ``MEMORY.md`` and ``memory/**``."""
 FILE_TOOL_AREA = Area(
-    label="the files read_file may read (all but .index/ and the namespaces in ns/)",
-    never=frozenset({INDEX_DIR, NAMESPACES_DIR}),
+    label="the files read_file may read (all but .index/, .memdir-server/ and the namespaces "
+    "in ns/)",
+    never=frozenset({INDEX_DIR, NAMESPACES_DIR, SERVER_DIR}),
 )
-"""What the agent's ``read_file`` and ``edit_file`` read: the workspace except ``.index/``
-(and, at the root of a workspace with namespaces, ``ns/``: other callers' memories)."""
+"""What the agent's ``read_file`` and ``edit_file`` read: the workspace except ``.index/``,
+the server's keys in ``.memdir-server/`` (and, at the root of a workspace with namespaces,
+``ns/``: other callers' memories)."""
 _OWN_AREAS = (
     MEMORY_AREA,
     Area(label="ns/", only=frozenset({NAMESPACES_DIR})),
     Area(label="sessions/", only=frozenset({SESSIONS_DIR})),
     Area(label="large_tool_results/", only=frozenset({LARGE_RESULTS_DIR})),
     Area(label=".index/", only=frozenset({INDEX_DIR})),
+    Area(label=".memdir-server/", only=frozenset({SERVER_DIR})),
 )
 _OTHER_AREA = Area(
-    label="the workspace files outside MEMORY.md, memory/, sessions/, large_tool_results/ "
-    "and .index/",
+    label="the workspace files outside MEMORY.md, memory/, sessions/, large_tool_results/, "
+    ".index/ and .memdir-server/",
     never=frozenset(
-        {MEMORY_MD, MEMORY_DIR, SESSIONS_DIR, LARGE_RESULTS_DIR, INDEX_DIR, NAMESPACES_DIR}
+        {
+            MEMORY_MD,
+            MEMORY_DIR,
+            SESSIONS_DIR,
+            LARGE_RESULTS_DIR,
+            INDEX_DIR,
+            NAMESPACES_DIR,
+            SERVER_DIR,
+        }
     ),
 )
 
@@ -121,10 +135,10 @@ _OTHER_AREA = Area(
 def area_of(rel: str) -> Area:
     """The part of the workspace ``rel`` lies in; a symlink there may only lead within it.
 
-    The parts are the memory files, ``sessions/``, ``large_tool_results/``, ``.index/`` and
-    everything else (``AGENTS.md``, the user's own files), so a link never turns a read of
-    ``AGENTS.md`` or ``memory/x.md`` into a read of a session log, or a write to a notes
-    file into a write to a ledger.
+    The parts are the memory files, ``sessions/``, ``large_tool_results/``, ``.index/``, the
+    server's ``.memdir-server/`` and everything else (``AGENTS.md``, the user's own files), so
+    a link never turns a read of ``AGENTS.md`` or ``memory/x.md`` into a read of a session
+    log, or a write to a notes file into a write to a ledger (or to the server's keys).
     """
     for area in _OWN_AREAS:
         if area.holds(rel):

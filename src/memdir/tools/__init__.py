@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from memdir._opencache import set_open_index_limit
 from memdir.errors import ToolInputError
 from memdir.tools._core import (
     MAX_ADD_CHARS,
@@ -73,6 +74,7 @@ __all__ = [
     "session_history",
     "session_list",
     "session_search",
+    "set_open_index_limit",
 ]
 
 logger = logging.getLogger("memdir.tools")

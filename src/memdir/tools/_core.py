@@ -13,7 +13,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memdir._opencache import OpenCache
+from memdir._opencache import OpenCache, index_cache
 from memdir.errors import MemdirError, ToolInputError, WorkspaceError
 from memdir.redact import Redactor
 from memdir.store._safeopen import PathMissing
@@ -292,14 +292,15 @@ def add_memory(ws: Workspace, text: str, *, redactor: Redactor | None = None) ->
 
 # -- one open index per workspace ---------------------------------------------------------
 
-_INDEXES: OpenCache[MemoryIndex] = OpenCache()
+_INDEXES: OpenCache[MemoryIndex] = index_cache()
 
 
 def shared_index(ws: Workspace) -> MemoryIndex:
     """The workspace's :class:`MemoryIndex`, kept open between tool calls.
 
     Opening runs schema checks, so one instance per workspace is reused (``MemoryIndex`` is
-    safe to share between threads); the least recently used beyond a handful are closed.
+    safe to share between threads); the least recently used beyond a handful are closed
+    (:func:`~memdir.tools.set_open_index_limit` sets how many).
     """
     from memdir.index import MemoryIndex
 

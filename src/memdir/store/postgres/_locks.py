@@ -7,6 +7,11 @@ expires_at < clock_timestamp()`` (one statement, so two hosts never both win), r
 thread of the holder every third of its time to live, removed on release. A holder killed with
 ``kill -9`` stops renewing, and another host takes the lock over when it expires. Expiry uses
 the server's clock, so the hosts' clocks do not matter.
+
+A holder elsewhere (a client of ``memdir serve``, whose calls any replica may answer) uses
+:meth:`RowLock.take`, :meth:`RowLock.renew` and :meth:`RowLock.drop` with a token of its own:
+no thread renews for it, it renews itself within each time to live. It excludes the local
+users of the same name, as they exclude it.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any, Final
 
 from psycopg import sql
 
-from memdir.errors import MemdirError
+from memdir.errors import MemdirError, WorkspaceError
 from memdir.store.postgres._connect import Database
 
 __all__ = ["LOCK_TTL_SECONDS", "RowLock"]
@@ -63,14 +68,61 @@ class RowLock:
             t=t
         )
 
-    def try_take(self) -> bool:
-        """Take the lock if it is free or expired; never waits."""
+    def take(self, token: uuid.UUID | str) -> bool:
+        """Take the lock for the holder ``token`` if it is free or expired; never waits.
+
+        Nothing renews it: the holder calls :meth:`renew` within each ``ttl``, and
+        :meth:`drop` when done. Taking it again with the same token (a retry after a lost
+        answer) succeeds and renews it.
+
+        Raises:
+            WorkspaceError: ``token`` is not a UUID, or the database cannot be reached.
+        """
+        held = _token(token)
 
         def take(cur: Any) -> bool:
-            cur.execute(self._take, (self.ns, self.name, self.token, self.ttl))
+            cur.execute(self._take, (self.ns, self.name, held, self.ttl))
             return cur.fetchone() is not None
 
         got: bool = self.db.transaction(take)
+        return got
+
+    def renew(self, token: uuid.UUID | str) -> bool:
+        """Hold the lock ``ttl`` more seconds; whether ``token`` still held it.
+
+        ``False`` means another holder took it over after it expired: stop what it guarded.
+        (A lock that expired and that nobody took is still ``token``'s, and renewed.)
+
+        Raises:
+            WorkspaceError: ``token`` is not a UUID, or the database cannot be reached.
+        """
+        held = _token(token)
+
+        def renew(cur: Any) -> bool:
+            cur.execute(self._renew, (self.ttl, self.ns, self.name, held))
+            return bool(cur.rowcount == 1)
+
+        kept: bool = self.db.transaction(renew)
+        return kept
+
+    def drop(self, token: uuid.UUID | str) -> bool:
+        """Give the lock up if ``token`` holds it; whether it did.
+
+        Raises:
+            WorkspaceError: ``token`` is not a UUID, or the database cannot be reached.
+        """
+        held = _token(token)
+
+        def drop(cur: Any) -> bool:
+            cur.execute(self._drop, (self.ns, self.name, held))
+            return bool(cur.rowcount == 1)
+
+        dropped: bool = self.db.transaction(drop)
+        return dropped
+
+    def try_take(self) -> bool:
+        """Take the lock if it is free or expired, and renew it from a thread; never waits."""
+        got = self.take(self.token)
         if got:
             self._start_renewing()
         return got
@@ -85,12 +137,7 @@ class RowLock:
     def _renew_loop(self) -> None:
         while not self._stop.wait(self.ttl / 3):
             try:
-                kept: bool = self.db.transaction(
-                    lambda cur: (
-                        cur.execute(self._renew, (self.ttl, self.ns, self.name, self.token)),
-                        cur.rowcount == 1,
-                    )[1]
-                )
+                kept = self.renew(self.token)
             except MemdirError as exc:
                 logger.warning("cannot renew lock %s: %s", self.name, exc)
                 continue
@@ -111,9 +158,7 @@ class RowLock:
             self._renewer.join(timeout=self.ttl)
             self._renewer = None
         with contextlib.suppress(MemdirError):
-            self.db.transaction(
-                lambda cur: cur.execute(self._drop, (self.ns, self.name, self.token))
-            )
+            self.drop(self.token)
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -157,3 +202,12 @@ class RowLock:
             yield
         finally:
             await asyncio.to_thread(self.release)
+
+
+def _token(token: object) -> uuid.UUID:
+    if isinstance(token, uuid.UUID):
+        return token
+    try:
+        return uuid.UUID(str(token))
+    except ValueError:
+        raise WorkspaceError(f"not a lock token (a UUID): {str(token)[:80]!r}") from None
