@@ -49,13 +49,15 @@ def _value(judge: Judge) -> Callable[[re.Match[str]], Iterator[Span]]:
 
 
 # Keyword families. The password family masks any literal where the context is sure; the
-# token family needs a value that is not a word; a bare ``key`` needs key material.
-_PASSWORD = r"passwords?|passwd|passphrase|passcode|(?<![A-Za-z])(?:pass|pwd|pw)"
+# token family needs a value that is not a word; a bare ``key`` needs key material. The short
+# keywords must start a word: inside base64 (``AAAA+pw= 0…``) they are data, not a name.
+_WORD_START = r"(?<![A-Za-z0-9+/])"
+_PASSWORD = rf"passwords?|passwd|passphrase|passcode|{_WORD_START}(?:pass|pwd|pw)"
 _TOKEN = (
     r"secret|token|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|"
-    r"client[_-]?secret|credentials?|authorization|(?<![A-Za-z])auth"
+    rf"client[_-]?secret|credentials?|authorization|{_WORD_START}auth"
 )
-_WEAK = r"(?<![A-Za-z])key"
+_WEAK = rf"{_WORD_START}key"
 
 
 def _JOINED(*words: str, sep: str = "_-") -> tuple[str, ...]:
