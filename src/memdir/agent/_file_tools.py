@@ -33,6 +33,7 @@ from memdir.store.workspace import (
     LARGE_RESULTS_DIR,
     MEMORY_DIR,
     MEMORY_MD,
+    SERVER_DIR,
     SESSIONS_DIR,
     Workspace,
 )
@@ -52,6 +53,7 @@ _PROTECTED: Final = {
     LARGE_RESULTS_DIR: "large_tool_results/ holds saved tool outputs and may not be modified",
     INDEX_DIR: ".index/ holds the search index and may not be modified",
     NAMESPACES_DIR: "ns/ holds other callers' memories and may not be modified",
+    SERVER_DIR: ".memdir-server/ holds the server's keys and may not be modified",
 }
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from memdir.errors import ConfigError, WorkspaceError
 from memdir.store.namespaces import NAMESPACES_DIR, validate_namespace
-from memdir.store.workspace import INDEX_DIR, Workspace
+from memdir.store.workspace import INDEX_DIR, SERVER_DIR, Workspace
 
 __all__ = ["TransferReport", "export_workspace", "import_workspace"]
 
@@ -42,7 +42,7 @@ class TransferReport:
     namespaces: list[str | None] = field(default_factory=list)
 
 
-_SKIPPED = (INDEX_DIR, NAMESPACES_DIR)
+_SKIPPED = (INDEX_DIR, NAMESPACES_DIR, SERVER_DIR)  # derived; other namespaces; keys
 
 
 def _files(ws: Workspace) -> list[str]:

@@ -85,6 +85,9 @@ HISTORY_DIR = "memory/.history"
 SESSIONS_DIR = "sessions"
 LARGE_RESULTS_DIR = "large_tool_results"
 INDEX_DIR = ".index"
+SERVER_DIR = ".memdir-server"
+"""Where ``memdir serve`` keeps its files at the root of a directory workspace (its keys):
+never exported, never read by the agent's file tools."""
 
 _LEDGER_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
 logger = logging.getLogger("memdir.store.workspace")
@@ -97,11 +100,13 @@ MEMORY_AREA = Area(
 )
 """What ``memory_get``, ``memdir get`` and the index read: ``MEMORY.md`` and ``memory/**``."""
 FILE_TOOL_AREA = Area(
-    label="the files read_file may read (all but .index/ and the namespaces in ns/)",
-    never=frozenset({INDEX_DIR, NAMESPACES_DIR}),
+    label="the files read_file may read (all but .index/, .memdir-server/ and the namespaces "
+    "in ns/)",
+    never=frozenset({INDEX_DIR, NAMESPACES_DIR, SERVER_DIR}),
 )
-"""What the agent's ``read_file`` and ``edit_file`` read: the workspace except ``.index/``
-(and, at the root of a workspace with namespaces, ``ns/``: other callers' memories)."""
+"""What the agent's ``read_file`` and ``edit_file`` read: the workspace except ``.index/``,
+the server's keys (``.memdir-server/``) and, at the root of a workspace with namespaces,
+``ns/``: other callers' memories."""
 _OWN_AREAS = (
     MEMORY_AREA,
     Area(label="ns/", only=frozenset({NAMESPACES_DIR})),
