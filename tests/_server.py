@@ -15,11 +15,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import pytest
 
 READY_LINE = re.compile(r"memdir serve: listening on (http://\S+)")
 START_TIMEOUT = 60.0
@@ -157,10 +160,72 @@ class ServerProcess:
         return httpx.Client(base_url=self.url, headers=headers, timeout=60)
 
 
-def running(workspace: str, *args: str) -> Iterator[ServerProcess]:
-    """A started server for a fixture; stopped after."""
+# The keys of the server tests: (name, tenant, scope, more options of `memdir keys create`).
+KEYS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("acme_read", "acme", "read", ()),
+    ("acme_write", "acme", "write", ()),
+    ("acme_admin", "acme", "admin", ()),
+    ("beta_write", "beta", "write", ()),
+    ("team1", "acme", "write", ("--namespace-prefix", "acme.team1.")),
+    ("alice_only", "acme", "write", ("--namespace", "acme.alice")),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A running server over one store, and its keys.
+
+    Attributes:
+        store: ``files`` or ``postgres``.
+        workspace: the workspace the server serves (a directory or a URL).
+        server: the server process.
+        keys: the keys of :data:`KEYS`.
+    """
+
+    store: str
+    workspace: str
+    server: ServerProcess
+    keys: Keys
+
+    def client(self, key: str | None = None) -> httpx.Client:
+        """A client of the server with the key named ``key`` (none: no key)."""
+        return self.server.client(self.keys.secrets[key] if key else None)
+
+
+def store_workspace(request: pytest.FixtureRequest, tmp: Any) -> str:
+    """A fresh workspace on the store ``request.param``: a directory, or a PostgreSQL schema."""
+    if request.param == "files":
+        return str(tmp / "ws")
+    url: str = request.getfixturevalue("postgres_server")
+    sep = "&" if "?" in url else "?"
+    return f"{url}{sep}schema=t_{uuid.uuid4().hex[:16]}"
+
+
+def serve_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, *args: str
+) -> Iterator[Served]:
+    """A module fixture's body: a server over a fresh workspace of ``request.param``."""
+    workspace = store_workspace(request, tmp_path_factory.mktemp("served"))
+    keys = make_keys(workspace, KEYS)
     server = ServerProcess(workspace, *args).start()
     try:
-        yield server
+        yield Served(store=request.param, workspace=workspace, server=server, keys=keys)
     finally:
         server.stop()
+
+
+def fresh_namespace(tenant: str = "acme") -> str:
+    """A namespace name no other test uses."""
+    return f"{tenant}.t{uuid.uuid4().hex[:12]}"
+
+
+def wait_for(check: Any, what: str, *, bound: float = 60.0) -> Any:
+    """Poll ``check()`` until it returns something true (bounded); that value."""
+    deadline = time.monotonic() + bound
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {bound:g} s for {what}")
+        time.sleep(0.05)

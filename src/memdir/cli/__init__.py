@@ -41,6 +41,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "memory": ("_maintain_cmds", "memory_group"),
     "namespaces": ("_namespace_cmds", "namespaces_cmd"),
     "search": ("_search_cmds", "search_cmd"),
+    "serve": ("_serve_cmd", "serve_cmd"),
     "sessions": ("_sessions_cmds", "sessions_cmd"),
 }
 

@@ -121,9 +121,9 @@ class KeyAuthenticator:
 
     def verify(self, token: str | None, record: KeyRecord | None) -> Principal:
         """The principal of ``token`` given its looked-up ``record``; :class:`AuthError` else."""
-        parsed = parse_key(token) if token else None
-        if token is None or not token.strip():
+        if token is None:
             raise AuthError("missing", "no API key: send 'Authorization: Bearer mdk_...'")
+        parsed = parse_key(token)
         if parsed is None or not secret_matches(record, parsed[1]) or record is None:
             raise AuthError("invalid", "the API key is not valid")
         now = self._clock()

@@ -72,6 +72,9 @@ class FileKeyStore:
     def get(self, key_id: str) -> KeyRecord | None:
         return self._current().get(key_id)
 
+    def check(self) -> None:
+        self._current()
+
     def records(self, tenant: str | None = None) -> list[KeyRecord]:
         found = [r for r in self._current().values() if tenant is None or r.tenant == tenant]
         return sorted(found, key=lambda r: (r.created_at, r.key_id))

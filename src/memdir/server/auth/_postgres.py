@@ -62,6 +62,9 @@ class PgKeyStore:
 
         return self._tx(read, read_only=True)
 
+    def check(self) -> None:
+        self.change_token()
+
     def get(self, key_id: str) -> KeyRecord | None:
         def read(cur: Any) -> Any:
             cur.execute(sql.SQL("{} WHERE key_id = %s").format(self._select), (key_id,))

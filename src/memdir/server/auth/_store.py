@@ -44,6 +44,10 @@ class KeyStore(Protocol):
         """A value that changes whenever a key is added or revoked (cheap to read)."""
         ...
 
+    def check(self) -> None:
+        """Raise if the keys cannot be read (for readiness)."""
+        ...
+
 
 def open_key_store(ws: Workspace) -> KeyStore:
     """The key store of the workspace ``ws`` (its root: keys are not per namespace).
