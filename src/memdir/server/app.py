@@ -38,9 +38,13 @@ logger = logging.getLogger("memdir.server")
 
 def _routes() -> list[Any]:
     from memdir.server import health
-    from memdir.server.routes import meta
+    from memdir.server.routes import memory, meta
 
-    return [*health.router.routes, *meta.router.routes]
+    return [
+        *health.router.routes,
+        *meta.router.routes,
+        *memory.router.routes,
+    ]
 
 
 def create_app(settings: ServerSettings) -> FastAPI:
