@@ -73,7 +73,7 @@ def test_every_route_of_the_application_keeps_the_policy(tmp_path: Path) -> None
     app = create_app(ServerSettings(workspace=str(tmp_path / "ws")))
     assert violations(app) == []
     scoped = [r for r in app.routes if isinstance(r, PolicyRoute) and r.policy.scope]
-    assert len(scoped) >= 9  # the walk saw the routes
+    assert len(scoped) >= 13  # the walk saw the routes
 
 
 def test_the_walk_finds_each_kind_of_escape() -> None:
@@ -134,6 +134,10 @@ EXAMPLES: dict[str, tuple[dict[str, Any], Any]] = {
     "ledger": ({}, None),
     "memory_md": ({}, None),
     "consolidations": ({}, None),
+    "append_messages": ({}, {"messages": [{"role": "user", "content": "hi", "id": "m1"}]}),
+    "session_messages": ({}, None),
+    "sessions": ({}, None),
+    "search_sessions": ({"q": "hi"}, None),
 }
 PATH_PARAMS = {"ns": NS, "session_id": "s1", "day": TODAY}
 
@@ -145,6 +149,8 @@ def served(
     for served in serve_store(request, tmp_path_factory):
         with served.client("acme_write") as client:  # what the read routes read
             assert client.post(f"/v1/namespaces/{NS}/memories", json={"text": "x"}).is_success
+            messages = EXAMPLES["append_messages"][1]
+            assert client.post(f"/v1/namespaces/{NS}/sessions/s1/messages", json=messages)
         yield served
 
 

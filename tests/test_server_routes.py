@@ -13,10 +13,13 @@ import pytest
 
 from _server import Served, fresh_namespace, memdir, serve_store, wait_for
 from memdir.index import MemoryIndex, SearchHit
+from memdir.sessions import SessionLog
 from memdir.store.ledger import append_block
 from memdir.tools import format_hits, memory_search
+from memdir.tools._sessions import find_in_sessions
 from memdir.workspace import Workspace
 
+TOKEN = "sk-ant-api03-" + "a" * 40
 FACTS = [
     "Wang Lei prefers PostgreSQL 16 for the billing service",
     "The staging cluster moved to Frankfurt on 2026-03-02",
@@ -269,6 +272,96 @@ def test_the_consolidation_log_is_what_memdir_memory_history_reads(
     records = acme.get(url).json()
     assert len(records) == 1 and records[0]["status"] == "applied"
     assert acme.get(url, params={"limit": 0}).status_code == 422
+
+
+# -- sessions -----------------------------------------------------------------------------
+
+
+def _append(client: httpx.Client, ns: str, sid: str, body: dict[str, Any]) -> httpx.Response:
+    return client.post(f"/v1/namespaces/{ns}/sessions/{sid}/messages", json=body)
+
+
+def test_session_messages_are_logged_once_in_every_format(
+    served: Served, acme: httpx.Client, ns: str
+) -> None:
+    ours = {
+        "messages": [
+            {"id": "m1", "role": "user", "content": f"deploy billing with ansible, token {TOKEN}"},
+            {"id": "m2", "role": "assistant", "content": "deployed to Frankfurt"},
+        ]
+    }
+    first = _append(acme, ns, "s1", ours)
+    assert first.status_code == 201
+    assert first.json() == {"path": "sessions/s1.log.jsonl", "start_line": 1, "end_line": 2}
+    again = _append(acme, ns, "s1", ours)
+    assert again.status_code == 200 and again.json() is None
+    openai = {
+        "format": "openai",
+        "messages": [{"role": "user", "content": "what about Frankfurt?"}],
+    }
+    assert _append(acme, ns, "s1", openai).json()["start_line"] == 3
+    turn = {"role": "user", "content": [{"type": "text", "text": "hello"}]}
+    anthropic = {"format": "anthropic", "system": "be brief", "messages": [turn]}
+    assert _append(acme, ns, "s2", anthropic).json()["end_line"] == 2
+    log = SessionLog(_ws(served, ns), "s1").read()
+    assert [r.msg.text for r in log.records][1:] == [
+        "deployed to Frankfurt",
+        "what about Frankfurt?",
+    ]
+    assert TOKEN not in log.records[0].msg.text  # masked before logging
+
+    for sid, body in (
+        ("s1", {"messages": [{"content": "no role"}]}),
+        ("s1", {"format": "openai", "messages": [{"role": "wizard", "content": "x"}]}),
+        ("s1", {"format": "openai", "system": "x", "messages": []}),
+        (".hidden", ours),
+        ("a" * 129, ours),
+    ):
+        response = _append(acme, ns, sid, body)
+        assert response.status_code == 422, (sid, response.text)
+
+
+def test_sessions_are_listed_read_and_searched_as_the_library_does(
+    served: Served, acme: httpx.Client, ns: str
+) -> None:
+    for i, sid in enumerate(("alpha", "beta", "gamma")):
+        body = {
+            "messages": [
+                {
+                    "id": f"{sid}-1",
+                    "role": "user",
+                    "content": f"rotate the {sid} database password",
+                },
+                {"id": f"{sid}-2", "role": "assistant", "content": f"done, {i} replicas restarted"},
+            ]
+        }
+        assert _append(acme, ns, sid, body).status_code == 201
+    url = f"/v1/namespaces/{ns}/sessions"
+    listed = acme.get(url, params={"limit": 2}).json()
+    assert len(listed["items"]) == 2 and listed["next_cursor"]
+    rest = acme.get(url, params={"limit": 2, "cursor": listed["next_cursor"]}).json()
+    ids = [i["session_id"] for i in listed["items"] + rest["items"]]
+    assert sorted(ids) == ["alpha", "beta", "gamma"] and ids[0] == "gamma"
+    assert rest["next_cursor"] is None
+    assert listed["items"][0]["summary"] == "rotate the gamma database password"
+
+    messages = acme.get(f"{url}/beta/messages", params={"limit": 1}).json()
+    assert messages["items"][0]["line"] == 1 and messages["next_cursor"]
+    second = acme.get(f"{url}/beta/messages", params={"cursor": messages["next_cursor"]}).json()
+    assert [m["msg"]["id"] for m in second["items"]] == ["beta-2"]
+    assert acme.get(f"{url}/nobody/messages").status_code == 404
+
+    hits = acme.get(f"{url}/search", params={"q": "database password", "limit": 5}).json()
+    local = find_in_sessions(_ws(served, ns), "database password", 5)
+    assert [(h["citation"], h["score"], h["text"]) for h in hits] == [
+        (h.citation, h.score, h.text) for h in local
+    ]
+    only = acme.get(f"{url}/search", params={"q": "password", "session_id": "alpha"}).json()
+    assert {h["session_id"] for h in only} == {"alpha"}
+    assert acme.get(f"{url}/search", params={"q": "x", "session_id": "../x"}).status_code == 422
+    mixed = {"q": "database password", "sources": ["memory", "sessions"]}
+    both = acme.get(f"/v1/namespaces/{ns}/search", params=mixed).json()
+    assert [h["citation"] for h in both["session_hits"]] == [h["citation"] for h in hits][:5]
 
 
 # -- the access log -----------------------------------------------------------------------

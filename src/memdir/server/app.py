@@ -38,12 +38,13 @@ logger = logging.getLogger("memdir.server")
 
 def _routes() -> list[Any]:
     from memdir.server import health
-    from memdir.server.routes import memory, meta
+    from memdir.server.routes import memory, meta, sessions
 
     return [
         *health.router.routes,
         *meta.router.routes,
         *memory.router.routes,
+        *sessions.router.routes,
     ]
 
 
