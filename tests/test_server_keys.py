@@ -202,3 +202,63 @@ def test_keys_stay_out_of_exports_and_of_the_agents_file_tools(tmp_path: Path) -
     assert KeyRecord.from_json(
         json.loads((where / ".memdir-server/keys.json").read_text())["keys"][0]
     )
+
+
+class _Ticks:
+    """A monotonic clock that moves only when told."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_authenticator_forgets_a_revoked_key_at_the_next_poll(where: str) -> None:
+    from memdir.server.auth import AuthError, KeyAuthenticator
+
+    ws = Workspace(where)
+    store = open_key_store(ws)
+    key, record = mint_key(tenant="acme", scope=Scope.WRITE, now=datetime.now(UTC))
+    store.add(record)
+    ticks = _Ticks()
+    auth = KeyAuthenticator(store, monotonic=ticks)
+    auth.poll()
+    assert auth.authenticate(key).tenant == "acme"  # now cached for CACHE_SECONDS
+    store.revoke(record.key_id, datetime.now(UTC))
+    assert auth.authenticate(key).key_id == record.key_id  # the cache still holds it...
+    assert auth.poll() is True  # ...until the poll sees the store change, with no time passing
+    with pytest.raises(AuthError, match="was revoked") as raised:
+        auth.authenticate(key)
+    assert raised.value.reason == "revoked"
+    assert auth.poll() is False
+
+
+def test_the_authenticator_checks_expiry_and_records_last_use(where: str) -> None:
+    from memdir.server.auth import AuthError, KeyAuthenticator
+    from memdir.server.auth._authenticator import ABSENT_SECONDS, TOUCH_SECONDS
+
+    ws = Workspace(where)
+    store = open_key_store(ws)
+    minted = datetime.now(UTC)
+    key, record = mint_key(
+        tenant="acme", scope=Scope.READ, now=minted, expires_at=minted + timedelta(hours=1)
+    )
+    ticks = _Ticks()
+    instant = [minted]
+    auth = KeyAuthenticator(store, clock=lambda: instant[0], monotonic=ticks)
+    with pytest.raises(AuthError) as unknown:
+        auth.authenticate(key)  # not stored yet: unknown, remembered as such for a second
+    assert unknown.value.reason == "invalid"
+    store.add(record)
+    with pytest.raises(AuthError):
+        auth.authenticate(key)
+    ticks.now += ABSENT_SECONDS
+    assert auth.authenticate(key).scope is Scope.READ
+    ticks.now += TOUCH_SECONDS
+    auth.poll()
+    stored = store.get(record.key_id)
+    assert stored is not None and stored.last_used_at == minted
+    instant[0] = minted + timedelta(hours=1)
+    with pytest.raises(AuthError, match="has expired"):
+        auth.authenticate(key)

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from _server import ServerProcess, create_key, memdir
+from _server import ServerProcess, create_key, memdir, wait_for
 
 
 def test_workers_share_the_socket_and_stop_cleanly_on_sigterm(tmp_path: Path) -> None:
@@ -84,5 +84,29 @@ def test_the_ready_line_names_a_url_that_answers(tmp_path: Path, host: str) -> N
     try:
         assert server.url.startswith("http://[::1]:" if host == "::1" else "http://localhost:")
         assert httpx.get(f"{server.url}/healthz", timeout=30).json() == {"status": "ok"}
+    finally:
+        server.stop()
+
+
+def test_a_damaged_key_file_is_a_503_that_tells_the_caller_nothing(tmp_path: Path) -> None:
+    where = tmp_path / "ws"
+    server = ServerProcess(str(where)).start()
+    try:
+        key = create_key(str(where), "acme", "read")["key"]  # not cached by the server yet
+        path = where / ".memdir-server" / "keys.json"
+        good = path.read_bytes()
+        path.write_bytes(b"{not json")
+        with server.client(key) as client:
+            response = client.get("/v1/whoami")
+            assert response.status_code == 503, response.text
+            assert response.json()["code"] == "keys-unavailable"
+            assert "keys.json" not in response.text and response.headers["retry-after"] == "5"
+            ready = wait_for(
+                lambda: (r := client.get("/readyz")).status_code == 503 and r, "readyz to say 503"
+            )
+            assert "keys.json" not in ready.text
+            path.write_bytes(good)
+            assert wait_for(lambda: client.get("/v1/whoami").status_code == 200, "the key to work")
+        assert "not a key file" in server.log()  # the operator is told why
     finally:
         server.stop()

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
 import sys
-import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -92,7 +90,6 @@ def preflight(settings: ServerSettings) -> None:
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     state: ServerState = app.state.memdir
-    _drain_on_exit_signals(state.draining)
     await _poll_once(state, failing=False)  # the keys are read before the first request
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(_poll_keys, state)
@@ -121,25 +118,6 @@ async def _poll_once(state: ServerState, *, failing: bool) -> bool:
             logger.warning("cannot read the keys (%s): %s", type(exc).__name__, exc)
         return True
     return False
-
-
-def _drain_on_exit_signals(draining: threading.Event) -> None:
-    """On SIGTERM or SIGINT, ``/readyz`` turns 503 at once (the ASGI server then drains).
-
-    The ASGI server's own handlers (installed before the lifespan starts) still run.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        previous = signal.getsignal(sig)
-        if not callable(previous):
-            continue
-
-        def handler(signum: int, frame: Any, previous: Any = previous) -> None:
-            draining.set()
-            previous(signum, frame)
-
-        signal.signal(sig, handler)
 
 
 def _close_indexes() -> None:

@@ -12,6 +12,7 @@ route and fails if one escapes these rules.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, TypeVar
@@ -20,13 +21,14 @@ import anyio.to_thread
 from fastapi import APIRouter, Depends, Request
 from fastapi.routing import APIRoute
 
-from memdir.errors import ConfigError
+from memdir.errors import ConfigError, MemdirError
 from memdir.server.auth import AuthError, Principal, Scope, parse_key
 from memdir.server.problems import (
     InsufficientScope,
     InvalidInput,
     NamespaceNotFound,
     Problem,
+    ProblemError,
     Unauthorized,
 )
 from memdir.server.state import ServerState, server_state
@@ -47,6 +49,7 @@ __all__ = [
 ]
 
 SAFE_METHODS: Final = frozenset({"GET", "HEAD"})
+logger = logging.getLogger("memdir.server")
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -99,7 +102,14 @@ async def _authenticate(state: ServerState, token: str | None) -> Principal:
         return auth.verify(token, None)
     known, record = auth.cached(parsed[0])
     if not known:
-        record = await anyio.to_thread.run_sync(auth.lookup, parsed[0])
+        try:
+            record = await anyio.to_thread.run_sync(auth.lookup, parsed[0])
+        except MemdirError as exc:  # the caller learns nothing of the key store's trouble
+            logger.warning("cannot read the keys (%s): %s", type(exc).__name__, exc)
+            raise ProblemError(
+                503, "keys-unavailable", "the keys cannot be read; try again soon",
+                headers={"Retry-After": "5"},
+            ) from None  # fmt: skip
     return auth.verify(token, record)
 
 
@@ -191,7 +201,7 @@ _PROBLEMS: Final = {
     404: "Not found (a namespace the key does not reach is not found either).",
     413: "The request body is too large.",
     422: "The request is not valid.",
-    503: "The store cannot be reached; try again (Retry-After).",
+    503: "The store or the keys cannot be read; try again (Retry-After).",
 }
 
 

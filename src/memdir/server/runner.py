@@ -3,10 +3,9 @@ ready, and shut down gracefully.
 
 The socket is bound here, before uvicorn starts, so ``--port 0`` can report the port chosen,
 and ``--workers N`` processes share it. ``memdir serve: listening on URL`` goes to stdout when
-every worker has finished starting (the keys are loaded, the store answered). On SIGTERM or
-SIGINT, uvicorn stops accepting, ``/readyz`` answers 503, and requests in flight get
-``graceful_timeout`` seconds to finish; every store write is atomic, so one cut short by the
-end of that time leaves nothing half-written.
+every worker has finished starting (the keys are read). On SIGTERM or SIGINT, uvicorn stops
+accepting connections and requests in flight get ``graceful_timeout`` seconds to finish; every
+store write is atomic, so one cut short by the end of that time leaves nothing half-written.
 """
 
 from __future__ import annotations

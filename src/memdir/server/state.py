@@ -3,8 +3,7 @@ the open namespaces. Built by :func:`memdir.server.app.create_app`, one per appl
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fastapi import Request
 
@@ -25,7 +24,6 @@ class ServerState:
         root: the workspace root (never served itself: only its tenants' namespaces).
         authenticator: bearer keys to principals.
         pool: the namespaces opened so far.
-        draining: set when the process was told to stop: ``/readyz`` answers 503.
         readiness: when readiness was last checked (``time.monotonic()``) and why the server
             was not ready then (``None``: it was).
     """
@@ -34,7 +32,6 @@ class ServerState:
     root: Workspace
     authenticator: KeyAuthenticator
     pool: NamespacePool
-    draining: threading.Event = field(default_factory=threading.Event)
     readiness: tuple[float, str | None] = (float("-inf"), None)
 
 
