@@ -130,8 +130,11 @@ def _close_indexes() -> None:
 
 def configure_logging() -> None:
     """The access log (JSON lines) and the server's warnings on stderr."""
-    for name, fmt in (("memdir.server.access", "%(message)s"),
-                      ("memdir", "memdir serve: %(levelname)s %(name)s: %(message)s")):  # fmt: skip
+    formats = {
+        "memdir.server.access": "%(message)s",
+        "memdir": "memdir serve: %(levelname)s %(name)s: %(message)s",
+    }
+    for name, fmt in formats.items():
         target = logging.getLogger(name)
         if not target.handlers:
             handler = logging.StreamHandler(sys.stderr)

@@ -106,10 +106,10 @@ async def _authenticate(state: ServerState, token: str | None) -> Principal:
             record = await anyio.to_thread.run_sync(auth.lookup, parsed[0])
         except MemdirError as exc:  # the caller learns nothing of the key store's trouble
             logger.warning("cannot read the keys (%s): %s", type(exc).__name__, exc)
+            detail = "the keys cannot be read; try again soon"
             raise ProblemError(
-                503, "keys-unavailable", "the keys cannot be read; try again soon",
-                headers={"Retry-After": "5"},
-            ) from None  # fmt: skip
+                503, "keys-unavailable", detail, headers={"Retry-After": "5"}
+            ) from None
     return auth.verify(token, record)
 
 
@@ -220,8 +220,9 @@ class MemdirRouter:
         """The routes added so far (:class:`PolicyRoute` objects)."""
         return list(self._router.routes)
 
-    def add(self, method: str, path: str, endpoint: Callable[..., Any], *, policy: Policy,
-            **kwargs: Any) -> None:  # fmt: skip
+    def add(
+        self, method: str, path: str, endpoint: Callable[..., Any], *, policy: Policy, **kwargs: Any
+    ) -> None:
         """Add ``endpoint`` at ``method path`` with ``policy``."""
         statuses = [401, 403, 422, 503] if policy.scope is not None else []
         if "{ns}" in self._router.prefix + path:

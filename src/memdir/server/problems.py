@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import http
 import logging
-from typing import Any, Final
+from typing import Final
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -303,6 +303,6 @@ class InternalErrorMiddleware:
             await response(scope, receive, send)
 
 
-def _log_late(scope: Scope, exc: BaseException) -> Any:
+def _log_late(scope: Scope, exc: BaseException) -> None:
     route = getattr(scope.get("route"), "path", "unmatched")
     logger.error("%s %s failed mid-answer: %s", scope.get("method"), route, type(exc).__name__)
