@@ -35,11 +35,13 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "index": ("_search_cmds", "index_cmd"),
     "ingest": ("_ingest_cmd", "ingest_cmd"),
     "init": ("_memory_cmds", "init"),
+    "keys": ("_keys_cmds", "keys_group"),
     "maintain": ("_maintain_cmds", "maintain_cmd"),
     "mcp": ("_mcp_cmd", "mcp_cmd"),
     "memory": ("_maintain_cmds", "memory_group"),
     "namespaces": ("_namespace_cmds", "namespaces_cmd"),
     "search": ("_search_cmds", "search_cmd"),
+    "serve": ("_serve_cmd", "serve_cmd"),
     "sessions": ("_sessions_cmds", "sessions_cmd"),
 }
 

@@ -64,6 +64,22 @@ def _missing(ws: Workspace) -> str:
 
 pass_state = click.make_pass_decorator(CliState, ensure=True)
 
+
+def _take_workspace(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.ensure_object(CliState).workspace_arg = value
+
+
+own_workspace_option = click.option(
+    "--workspace",
+    "-w",
+    metavar="DIR|URL",
+    expose_value=False,
+    callback=_take_workspace,
+    help="The workspace: a directory or postgresql://... (as 'memdir -w'; this one wins).",
+)
+"""``-w`` on a command itself (``memdir serve -w DIR``), beside the group's ``memdir -w DIR``."""
+
 if TYPE_CHECKING:
     _ParamType = click.ParamType[Any]
 else:  # click < 8.2 (still supported) has no generic ParamType

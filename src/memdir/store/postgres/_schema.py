@@ -216,6 +216,30 @@ MIGRATIONS: Final[dict[int, list[str]]] = {
         "CREATE INDEX write_keys_made_at ON {s}.write_keys (made_at)",
         _APPEND_CHUNK.format(create="CREATE OR REPLACE FUNCTION", lookup=_LOOKUP_KEYS),
     ],
+    # The API keys of `memdir serve` (memdir.server.auth._postgres): only a SHA-256 digest of
+    # each secret. Every create and revoke bumps the one generation row in its transaction;
+    # each server process polls it about once a second and forgets the keys it had cached.
+    7: [
+        """CREATE TABLE {s}.api_keys (
+            key_id text PRIMARY KEY,
+            secret_sha256 bytea NOT NULL,
+            tenant text NOT NULL,
+            namespace_prefix text NOT NULL,
+            namespace text,
+            scope text NOT NULL CHECK (scope IN ('read', 'write', 'admin')),
+            label text NOT NULL DEFAULT '',
+            created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            expires_at timestamptz,
+            revoked_at timestamptz,
+            last_used_at timestamptz
+        )""",
+        "CREATE INDEX api_keys_tenant ON {s}.api_keys (tenant)",
+        """CREATE TABLE {s}.api_key_changes (
+            one boolean PRIMARY KEY DEFAULT true CHECK (one),
+            generation bigint NOT NULL
+        )""",
+        "INSERT INTO {s}.api_key_changes (generation) VALUES (0)",
+    ],
 }
 SCHEMA_VERSION: Final = max(MIGRATIONS)
 

@@ -1,0 +1,104 @@
+"""``memdir serve``: the REST API over HTTP, with a key per tenant (see docs/server.md)."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import click
+
+from memdir.cli._common import EXIT_HELP, CliState, info, own_workspace_option, pass_state
+from memdir.errors import ConfigError
+
+__all__ = ["serve_cmd"]
+
+_INSTALL = "memdir serve needs the server extra: pip install 'memdir[server]'"
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command("serve", epilog=EXIT_HELP)
+@own_workspace_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="TCP port; 0 takes any free port (the URL is printed when the server is ready).",
+)
+@click.option(
+    "--workers", type=click.IntRange(1, 256), default=1, show_default=True, help="Processes."
+)
+@click.option(
+    "--graceful-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds requests in flight get to finish on SIGTERM.",
+)
+@click.option(
+    "--log-namespaces",
+    is_flag=True,
+    help="Write namespace names in the access log (default: a hash of each).",
+)
+@click.option(
+    "--ssl-certfile",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Serve HTTPS with this PEM certificate chain (or put a TLS proxy in front).",
+)
+@click.option(
+    "--ssl-keyfile", type=click.Path(exists=True, dir_okay=False), help="Its PEM private key."
+)
+@pass_state
+def serve_cmd(
+    state: CliState,
+    host: str,
+    port: int,
+    workers: int,
+    graceful_timeout: float,
+    log_namespaces: bool,
+    ssl_certfile: str | None,
+    ssl_keyfile: str | None,
+) -> None:
+    """Serve the workspace's namespaces over HTTP (REST under /v1) to the holders of keys.
+
+    Each key (memdir keys create) reaches its tenant's namespaces, '<tenant>.*'. Prints
+    'memdir serve: listening on URL' on stdout when ready; the access log (JSON, without
+    memory text, queries or keys) goes to stderr. SIGTERM or Ctrl-C stops it gracefully.
+    """
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise ConfigError(_INSTALL) from None
+    if state.namespace:
+        raise click.UsageError(
+            "memdir serve serves every tenant's namespaces of the workspace: leave out --namespace"
+        )
+    from memdir.server.runner import serve
+    from memdir.server.settings import ServerSettings
+
+    ws = state.workspace(create=True)  # one line now if the store cannot be reached
+    settings = ServerSettings(
+        workspace=ws.url if ws.url is not None else str(ws.base),
+        host=host,
+        port=port,
+        workers=workers,
+        graceful_timeout=graceful_timeout,
+        log_namespaces=log_namespaces,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
+    )
+    if not _is_loopback(host) and settings.scheme == "http":
+        info(
+            f"memdir serve: listening on {host} without TLS: keys would cross the network in "
+            "clear; put a TLS proxy in front, or pass --ssl-certfile and --ssl-keyfile"
+        )
+    serve(settings)

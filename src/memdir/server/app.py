@@ -1,0 +1,150 @@
+"""The ASGI application: :func:`create_app` builds it from :class:`ServerSettings`.
+
+Middleware, outermost first: the access log (and request id), the catch-all that turns an
+unexpected exception into a 500 problem, the body limits, then FastAPI's exception handlers
+and the routes. The lifespan loads the keys before the first request and polls the
+key store about once a second, so a revoked key is refused within about two seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from fastapi import FastAPI
+
+from memdir import __version__
+from memdir.errors import MemdirError
+from memdir.server.accesslog import AccessLogMiddleware
+from memdir.server.auth import KeyAuthenticator, open_key_store
+from memdir.server.limits import BodyLimitMiddleware
+from memdir.server.pool import NamespacePool
+from memdir.server.problems import install_problem_handlers
+from memdir.server.settings import ServerSettings
+from memdir.server.state import ServerState
+from memdir.store.workspace import Workspace
+
+__all__ = ["app_from_env", "create_app", "preflight"]
+
+logger = logging.getLogger("memdir.server")
+
+
+def _routes() -> list[Any]:
+    from memdir.server import health
+    from memdir.server.routes import memory, meta, sessions
+
+    return [
+        *health.router.routes,
+        *meta.router.routes,
+        *memory.router.routes,
+        *sessions.router.routes,
+    ]
+
+
+def create_app(settings: ServerSettings) -> FastAPI:
+    """The memdir REST application over ``settings.workspace``.
+
+    Raises:
+        WorkspaceError: the workspace cannot be opened or created.
+    """
+    root = Workspace(settings.workspace, create=True)
+    state = ServerState(
+        settings=settings,
+        root=root,
+        authenticator=KeyAuthenticator(open_key_store(root)),
+        pool=NamespacePool(root),
+    )
+    app = FastAPI(
+        title="memdir",
+        version=__version__,
+        summary="Durable memory for LLM agents, over HTTP, with a key per tenant.",
+        openapi_url="/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+        routes=_routes(),
+        generate_unique_id_function=lambda route: route.name,
+        lifespan=_lifespan,
+    )
+    app.state.memdir = state
+    app.add_middleware(BodyLimitMiddleware, routes=app.routes, default=settings.body_limit)
+    install_problem_handlers(app)
+    app.add_middleware(AccessLogMiddleware, log_namespaces=settings.log_namespaces)
+    return app
+
+
+def preflight(settings: ServerSettings) -> None:
+    """Fail now, in one line, if the workspace or its keys cannot be used.
+
+    Raises:
+        WorkspaceError: the store cannot be reached or the workspace created.
+        ConfigError: the key file may be read by others, or is damaged.
+    """
+    open_key_store(Workspace(settings.workspace, create=True)).check()
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    state: ServerState = app.state.memdir
+    await _poll_once(state, failing=False)  # the keys are read before the first request
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_poll_keys, state)
+        try:
+            yield
+        finally:
+            tasks.cancel_scope.cancel()
+    await anyio.to_thread.run_sync(_close_indexes)
+
+
+async def _poll_keys(state: ServerState) -> None:
+    """Forget cached keys when one was added or revoked (every ``key_poll_seconds``)."""
+    failing = False
+    while True:
+        await anyio.sleep(state.settings.key_poll_seconds)
+        failing = await _poll_once(state, failing=failing)
+
+
+async def _poll_once(state: ServerState, *, failing: bool) -> bool:
+    """One poll of the key store; whether it failed (logged once per outage: /readyz says
+    503 meanwhile)."""
+    try:
+        await anyio.to_thread.run_sync(state.authenticator.poll)
+    except (MemdirError, OSError) as exc:
+        if not failing:
+            logger.warning("cannot read the keys (%s): %s", type(exc).__name__, exc)
+        return True
+    return False
+
+
+def _close_indexes() -> None:
+    from memdir.sessions import close_session_indexes
+    from memdir.tools import close_shared_indexes
+
+    close_shared_indexes()
+    close_session_indexes()
+
+
+def configure_logging() -> None:
+    """The access log (JSON lines) and the server's warnings on stderr."""
+    formats = {
+        "memdir.server.access": "%(message)s",
+        "memdir": "memdir serve: %(levelname)s %(name)s: %(message)s",
+    }
+    for name, fmt in formats.items():
+        target = logging.getLogger(name)
+        if not target.handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter(fmt))
+            target.addHandler(handler)
+        target.setLevel(logging.INFO if name.endswith("access") else logging.WARNING)
+        target.propagate = False
+
+
+def app_from_env() -> FastAPI:
+    """The application of ``$MEMDIR_SERVE_CONFIG`` (the factory the ASGI server calls)."""
+    configure_logging()
+    return create_app(ServerSettings.from_env())

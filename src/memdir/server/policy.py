@@ -1,0 +1,270 @@
+"""The route policy, by construction: a route cannot be added without saying who may call it.
+
+:class:`MemdirRouter` has no way to add a route without a :class:`Policy`; it puts
+:func:`require_principal` first among the route's dependencies, which authenticates the key
+and checks its scope before anything else runs, and is the only place a :class:`Principal`
+comes from. A handler reaches a namespace only through :func:`bound_namespace`, which checks
+the name (422) and then the key's grant (404, the same answer as a namespace that does not
+exist) before the store is touched; the namespace is only ever the path's, never a body field
+or a query parameter that could widen it. ``tests/test_server_route_policy.py`` walks every
+route and fails if one escapes these rules.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Final, TypeVar
+
+import anyio.to_thread
+from fastapi import APIRouter, Depends, Request
+from fastapi.routing import APIRoute
+
+from memdir.errors import ConfigError, MemdirError
+from memdir.server.auth import AuthError, Principal, Scope, parse_key
+from memdir.server.problems import (
+    InsufficientScope,
+    InvalidInput,
+    NamespaceNotFound,
+    Problem,
+    ProblemError,
+    Unauthorized,
+)
+from memdir.server.state import ServerState, server_state
+from memdir.store.namespaces import validate_namespace
+from memdir.store.workspace import Workspace
+
+__all__ = [
+    "Bound",
+    "BoundNamespace",
+    "CurrentPrincipal",
+    "MemdirRouter",
+    "Policy",
+    "PolicyRoute",
+    "PrincipalGuard",
+    "Scope",
+    "bound_namespace",
+    "require_principal",
+]
+
+SAFE_METHODS: Final = frozenset({"GET", "HEAD"})
+logger = logging.getLogger("memdir.server")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Policy:
+    """Who may call a route, and how it is served.
+
+    Attributes:
+        scope: the key scope it needs; ``None``: public (only the health probes and the
+            OpenAPI document).
+        body_limit: the largest request body in bytes (``None``: the server's default;
+            enforced by :class:`~memdir.server.limits.BodyLimitMiddleware`).
+        job: runs as a long job (a per-tenant job slot, off the request threads).
+        idempotent: honours an ``Idempotency-Key`` header.
+    """
+
+    scope: Scope | None
+    body_limit: int | None = None
+    job: bool = False
+    idempotent: bool = False
+
+
+class PrincipalGuard:
+    """The dependency that authenticates a request and checks its key's scope."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+
+    async def __call__(self, request: Request) -> Principal | None:
+        needed = self.policy.scope
+        if needed is None:
+            return None
+        state = server_state(request)
+        token = _bearer(request)
+        try:
+            principal = await _authenticate(state, token)
+        except AuthError as exc:
+            raise Unauthorized(str(exc), missing=exc.reason == "missing") from None
+        if principal.scope < needed:
+            raise InsufficientScope(needed.label, principal.scope.label)
+        request.state.principal = principal
+        return principal
+
+
+async def _authenticate(state: ServerState, token: str | None) -> Principal:
+    """A cached key is checked on the event loop; an unknown one is looked up in a thread."""
+    auth = state.authenticator
+    parsed = parse_key(token) if token else None
+    if parsed is None:
+        return auth.verify(token, None)
+    known, record = auth.cached(parsed[0])
+    if not known:
+        try:
+            record = await anyio.to_thread.run_sync(auth.lookup, parsed[0])
+        except MemdirError as exc:  # the caller learns nothing of the key store's trouble
+            logger.warning("cannot read the keys (%s): %s", type(exc).__name__, exc)
+            detail = "the keys cannot be read; try again soon"
+            raise ProblemError(
+                503, "keys-unavailable", detail, headers={"Retry-After": "5"}
+            ) from None
+    return auth.verify(token, record)
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization")
+    if header is None:
+        return None
+    scheme, _, value = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return ""  # present but not a bearer key: invalid, not missing
+    return value.strip()
+
+
+def require_principal(policy: Policy) -> PrincipalGuard:
+    """The authentication dependency of a route with ``policy``."""
+    return PrincipalGuard(policy)
+
+
+def current_principal(request: Request) -> Principal:
+    """The principal :class:`PrincipalGuard` authenticated (fails closed without one)."""
+    principal = getattr(request.state, "principal", None)
+    if not isinstance(principal, Principal):
+        raise RuntimeError("a route asked for the principal without a policy that sets it")
+    return principal
+
+
+CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
+"""A handler parameter: the authenticated caller."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """A namespace the caller may reach, opened.
+
+    Attributes:
+        principal: the caller.
+        ns: the namespace's name.
+        ws: the namespace's workspace: the only way a handler reaches the store.
+    """
+
+    principal: Principal
+    ns: str
+    ws: Workspace
+
+
+def bound_namespace(request: Request, ns: str) -> Bound:
+    """The namespace of the path, checked against the key before the store is touched.
+
+    A name that can never exist is a 422; a name outside the key's grant is the same 404 as
+    a namespace that does not exist. A write creates the namespace; a read of a missing one
+    is a 404.
+    """
+    principal = current_principal(request)
+    try:
+        validate_namespace(ns)
+    except ConfigError as exc:
+        raise InvalidInput(str(exc)) from None
+    if not principal.grant.allows(ns):
+        raise NamespaceNotFound(ns)
+    ws = server_state(request).pool.get(ns, create=request.method not in SAFE_METHODS)
+    if ws is None:
+        raise NamespaceNotFound(ns)
+    return Bound(principal, ns, ws)
+
+
+BoundNamespace = Annotated[Bound, Depends(bound_namespace)]
+"""A handler parameter: the path's namespace, checked and opened."""
+
+
+class PolicyRoute(APIRoute):
+    """A route that carries its :class:`Policy` (taken from its :class:`PrincipalGuard`)."""
+
+    policy: Policy
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        guards = [
+            d.dependency for d in self.dependencies if isinstance(d.dependency, PrincipalGuard)
+        ]
+        if len(guards) != 1:
+            raise TypeError(f"route {path} must have exactly one policy (MemdirRouter adds it)")
+        assert isinstance(guards[0], PrincipalGuard)
+        self.policy = guards[0].policy
+
+
+_PROBLEMS: Final = {
+    401: "No key, or a key that is not valid.",
+    403: "The key's scope does not allow this.",
+    404: "Not found (a namespace the key does not reach is not found either).",
+    413: "The request body is too large.",
+    422: "The request is not valid.",
+    503: "The store or the keys cannot be read; try again (Retry-After).",
+}
+
+
+class MemdirRouter:
+    """Routes that each carry a :class:`Policy`; there is no way to add one without.
+
+    Args:
+        prefix: the path every route of this router starts with.
+    """
+
+    def __init__(self, prefix: str = "") -> None:
+        self._router = APIRouter(prefix=prefix, route_class=PolicyRoute)
+
+    @property
+    def routes(self) -> list[Any]:
+        """The routes added so far (:class:`PolicyRoute` objects)."""
+        return list(self._router.routes)
+
+    def add(
+        self, method: str, path: str, endpoint: Callable[..., Any], *, policy: Policy, **kwargs: Any
+    ) -> None:
+        """Add ``endpoint`` at ``method path`` with ``policy``."""
+        statuses = [401, 403, 422, 503] if policy.scope is not None else []
+        if "{ns}" in self._router.prefix + path:
+            statuses.append(404)
+        if method not in SAFE_METHODS:
+            statuses.append(413)
+        responses: dict[int | str, dict[str, Any]] = {
+            status: {"model": Problem, "description": _PROBLEMS[status]}
+            for status in sorted(statuses)
+        }
+        responses.update(kwargs.pop("responses", {}))
+        self._router.add_api_route(
+            path,
+            endpoint,
+            methods=[method],
+            dependencies=[Depends(require_principal(policy))],
+            responses=responses,
+            name=kwargs.pop("name", endpoint.__name__),
+            **kwargs,
+        )
+
+    def _method(
+        self, method: str, path: str, policy: Policy, kwargs: dict[str, Any]
+    ) -> Callable[[_F], _F]:
+        def register(endpoint: _F) -> _F:
+            self.add(method, path, endpoint, policy=policy, **kwargs)
+            return endpoint
+
+        return register
+
+    def get(self, path: str, *, policy: Policy, **kwargs: Any) -> Callable[[_F], _F]:
+        """Decorator: a ``GET`` route with ``policy``."""
+        return self._method("GET", path, policy, kwargs)
+
+    def post(self, path: str, *, policy: Policy, **kwargs: Any) -> Callable[[_F], _F]:
+        """Decorator: a ``POST`` route with ``policy``."""
+        return self._method("POST", path, policy, kwargs)
+
+    def put(self, path: str, *, policy: Policy, **kwargs: Any) -> Callable[[_F], _F]:
+        """Decorator: a ``PUT`` route with ``policy``."""
+        return self._method("PUT", path, policy, kwargs)
+
+    def delete(self, path: str, *, policy: Policy, **kwargs: Any) -> Callable[[_F], _F]:
+        """Decorator: a ``DELETE`` route with ``policy``."""
+        return self._method("DELETE", path, policy, kwargs)

@@ -1,0 +1,64 @@
+"""The namespaces a server process has opened: one :class:`Workspace` each, reused.
+
+Opening a namespace is cheap (no file is read), but knowing that it exists costs a look at
+the store, so existence is remembered (a namespace is never deleted through the server). A
+write creates its namespace the way ``memdir init`` does; a read of a missing one finds none.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Final
+
+from memdir.store.workspace import MEMORY_MD, Workspace
+
+__all__ = ["NamespacePool"]
+
+_SIZE: Final = 1024
+"""Workspaces kept open (each is a few objects; the indexes have their own limit)."""
+
+
+class NamespacePool:
+    """Namespaces of ``root``, opened on demand.
+
+    Args:
+        root: the workspace root.
+        size: how many opened namespaces to keep.
+    """
+
+    def __init__(self, root: Workspace, *, size: int = _SIZE) -> None:
+        self.root = root
+        self._size = size
+        self._open: OrderedDict[str, Workspace] = OrderedDict()
+        self._exists: set[str] = set()
+        self._lock = threading.Lock()
+
+    def get(self, ns: str, *, create: bool) -> Workspace | None:
+        """The workspace of namespace ``ns`` (a valid name), created if ``create``; ``None``
+        when it does not exist and may not be created.
+
+        Raises:
+            WorkspaceError: the store cannot be reached or written.
+        """
+        with self._lock:
+            ws = self._open.get(ns)
+            if ws is not None:
+                self._open.move_to_end(ns)
+            known = ns in self._exists
+        if ws is None:
+            ws = self.root.namespaced(ns, create=False)
+            with self._lock:
+                self._open[ns] = ws
+                while len(self._open) > self._size:
+                    self._open.popitem(last=False)
+        if known:
+            return ws
+        if create:
+            ws.init()
+            ws.create_text(MEMORY_MD, "# Memory\n")  # as `memdir init`; a file made meanwhile stays
+        elif not ws.exists():
+            return None
+        with self._lock:
+            self._exists.add(ns)
+        return ws

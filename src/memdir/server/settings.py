@@ -1,0 +1,96 @@
+"""How ``memdir serve`` runs: :class:`ServerSettings`, each field an option of the command.
+
+The settings travel to worker processes as JSON in ``$MEMDIR_SERVE_CONFIG`` (they hold no
+secret: a PostgreSQL password in the workspace URL is the store's own credential, which every
+worker needs anyway, and the variable is only in the server's own environment).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Final
+
+from memdir.errors import ConfigError
+
+__all__ = ["CONFIG_ENV", "ServerSettings"]
+
+CONFIG_ENV: Final = "MEMDIR_SERVE_CONFIG"
+"""The variable a worker process reads its settings from."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerSettings:
+    """The settings of one server.
+
+    Attributes:
+        workspace: the workspace: a directory or a ``postgresql://`` URL.
+        host: the interface to listen on (default loopback only).
+        port: the TCP port (``0``: any free port; the one bound is printed).
+        workers: worker processes sharing the socket.
+        graceful_timeout: seconds in-flight requests get to finish on SIGTERM.
+        body_limit: the largest request body, in bytes, of a route that sets none.
+        key_poll_seconds: how often a process looks for added or revoked keys.
+        log_namespaces: write namespace names in the access log (default: a hash of them).
+        ssl_certfile: a PEM certificate chain: serve HTTPS (else plain HTTP, behind a proxy).
+        ssl_keyfile: the PEM private key of ``ssl_certfile``.
+    """
+
+    workspace: str
+    host: str = "127.0.0.1"
+    port: int = 8000
+    workers: int = 1
+    graceful_timeout: float = 30.0
+    body_limit: int = 1 << 20
+    key_poll_seconds: float = 1.0
+    log_namespaces: bool = False
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.workspace, str) or not self.workspace.strip():
+            raise ConfigError("memdir serve needs a workspace: -w DIR or -w postgresql://...")
+        if not self.host.strip():
+            raise ConfigError("--host must name an interface, e.g. 127.0.0.1 or 0.0.0.0")
+        if not 0 <= self.port <= 65_535:
+            raise ConfigError(f"--port must be 0 to 65535, not {self.port}")
+        if not 1 <= self.workers <= 256:
+            raise ConfigError(f"--workers must be 1 to 256, not {self.workers}")
+        for name in ("graceful_timeout", "key_poll_seconds"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ConfigError(f"{name} must be a positive number of seconds, not {value}")
+        if self.body_limit < 1:
+            raise ConfigError(
+                f"body_limit must be a positive number of bytes, not {self.body_limit}"
+            )
+        if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
+            raise ConfigError("--ssl-certfile and --ssl-keyfile go together")
+
+    @property
+    def scheme(self) -> str:
+        """``https`` with a certificate, else ``http``."""
+        return "https" if self.ssl_certfile else "http"
+
+    def to_env(self) -> str:
+        """The settings as the JSON of ``$MEMDIR_SERVE_CONFIG``."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> ServerSettings:
+        """The settings :meth:`to_env` wrote into the environment.
+
+        Raises:
+            ConfigError: the variable is missing or not valid settings.
+        """
+        raw = (environ if environ is not None else dict(os.environ)).get(CONFIG_ENV)
+        if not raw:
+            raise ConfigError(f"${CONFIG_ENV} is not set: start the server with memdir serve")
+        try:
+            data: Any = json.loads(raw)
+            return cls(**data)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"${CONFIG_ENV} does not hold server settings: {exc}") from None

@@ -1,0 +1,42 @@
+"""What one server process holds: its settings, the workspace root, the key authenticator and
+the open namespaces. Built by :func:`memdir.server.app.create_app`, one per application."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from memdir.server.auth import KeyAuthenticator
+from memdir.server.pool import NamespacePool
+from memdir.server.settings import ServerSettings
+from memdir.store.workspace import Workspace
+
+__all__ = ["ServerState", "server_state"]
+
+
+@dataclass(slots=True, kw_only=True)
+class ServerState:
+    """The state of one application.
+
+    Attributes:
+        settings: how the server was started.
+        root: the workspace root (never served itself: only its tenants' namespaces).
+        authenticator: bearer keys to principals.
+        pool: the namespaces opened so far.
+        readiness: when readiness was last checked (``time.monotonic()``) and why the server
+            was not ready then (``None``: it was).
+    """
+
+    settings: ServerSettings
+    root: Workspace
+    authenticator: KeyAuthenticator
+    pool: NamespacePool
+    readiness: tuple[float, str | None] = (float("-inf"), None)
+
+
+def server_state(request: Request) -> ServerState:
+    """The :class:`ServerState` of the application serving ``request``."""
+    state = request.app.state.memdir
+    assert isinstance(state, ServerState)
+    return state

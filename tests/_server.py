@@ -1,0 +1,231 @@
+"""A real ``memdir serve`` process for the tests, and keys made by the real ``memdir keys``.
+
+:class:`ServerProcess` runs ``python -m memdir serve -w <dir or URL> --port 0`` and waits
+(bounded) for the line saying where it listens, then for ``/readyz``. Keys come from
+``memdir keys create --json`` run as a process, as an operator would make them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+READY_LINE = re.compile(r"memdir serve: listening on (http://\S+)")
+START_TIMEOUT = 60.0
+
+
+def memdir(
+    *args: str, check: bool = True, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python -m memdir ARGS`` in a process of its own."""
+    done = subprocess.run(
+        [sys.executable, "-m", "memdir", *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=dict(os.environ),
+        timeout=timeout,
+        check=False,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"memdir {' '.join(args[:4])} failed: {done.stderr}")
+    return done
+
+
+def create_key(workspace: str, tenant: str, scope: str, *extra: str) -> dict[str, Any]:
+    """A key made by ``memdir keys create --json`` (``key`` holds the secret)."""
+    done = memdir("keys", "create", "-w", workspace, "--tenant", tenant, "--scope", scope,
+                  "--json", *extra)  # fmt: skip
+    record: dict[str, Any] = json.loads(done.stdout)
+    return record
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """The keys the server tests use, by name, and their ids."""
+
+    secrets: dict[str, str]
+    ids: dict[str, str]
+
+    def headers(self, name: str) -> dict[str, str]:
+        """``Authorization: Bearer <key>`` for the key ``name``."""
+        return {"Authorization": f"Bearer {self.secrets[name]}"}
+
+
+def make_keys(workspace: str, wanted: Sequence[tuple[str, str, str, Sequence[str]]]) -> Keys:
+    """Keys ``(name, tenant, scope, more options)`` made by the real CLI."""
+    secrets: dict[str, str] = {}
+    ids: dict[str, str] = {}
+    for name, tenant, scope, extra in wanted:
+        record = create_key(workspace, tenant, scope, *extra)
+        secrets[name], ids[name] = record["key"], record["key_id"]
+    return Keys(secrets=secrets, ids=ids)
+
+
+class ServerProcess:
+    """``memdir serve`` over ``workspace`` in a process of its own, on a free loopback port.
+
+    Args:
+        workspace: a directory or a ``postgresql://`` URL.
+        args: more options of ``memdir serve``.
+    """
+
+    def __init__(self, workspace: str, *args: str) -> None:
+        self.workspace = workspace
+        self.args = args
+        self.url = ""
+        self.proc: subprocess.Popen[str] | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self.stderr: list[str] = []
+
+    def start(self) -> ServerProcess:
+        """Start the server and wait until it says where it listens and answers ``/readyz``."""
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "memdir", "serve", "-w", self.workspace, "--port", "0",
+             *self.args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            env=dict(os.environ),
+        )  # fmt: skip
+        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
+        threading.Thread(target=self._keep, args=(self.proc.stderr,), daemon=True).start()
+        while not self.url:
+            try:
+                line = self._lines.get(timeout=START_TIMEOUT)
+            except queue.Empty:
+                self.stop()
+                raise AssertionError(f"memdir serve did not start: {self.log()}") from None
+            if line is None:
+                raise AssertionError(f"memdir serve exited: {self.log()}")
+            found = READY_LINE.search(line)
+            if found:
+                self.url = found[1]
+        ready = httpx.get(f"{self.url}/readyz", timeout=30)
+        assert ready.status_code == 200, ready.text
+        return self
+
+    def _read(self, stream: Any) -> None:
+        for line in stream:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def _keep(self, stream: Any) -> None:
+        for line in stream:
+            self.stderr.append(line)
+
+    def log(self) -> str:
+        """What the server wrote on stderr so far."""
+        return "".join(self.stderr)
+
+    def access_log(self) -> list[dict[str, Any]]:
+        """The JSON access-log lines written so far."""
+        lines = []
+        for line in list(self.stderr):
+            if line.startswith("{"):
+                lines.append(json.loads(line))
+        return lines
+
+    def stop(self, sig: int = signal.SIGTERM) -> int | None:
+        """Stop the server (SIGTERM: a graceful shutdown); its exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+        return self.proc.returncode
+
+    def client(self, key: str | None = None) -> httpx.Client:
+        """An HTTP client of this server (with ``key`` as its bearer)."""
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+
+
+# The keys of the server tests: (name, tenant, scope, more options of `memdir keys create`).
+KEYS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("acme_read", "acme", "read", ()),
+    ("acme_write", "acme", "write", ()),
+    ("acme_admin", "acme", "admin", ()),
+    ("beta_write", "beta", "write", ()),
+    ("team1", "acme", "write", ("--namespace-prefix", "acme.team1.")),
+    ("alice_only", "acme", "write", ("--namespace", "acme.alice")),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A running server over one store, and its keys.
+
+    Attributes:
+        store: ``files`` or ``postgres``.
+        workspace: the workspace the server serves (a directory or a URL).
+        server: the server process.
+        keys: the keys of :data:`KEYS`.
+    """
+
+    store: str
+    workspace: str
+    server: ServerProcess
+    keys: Keys
+
+    def client(self, key: str | None = None) -> httpx.Client:
+        """A client of the server with the key named ``key`` (none: no key)."""
+        return self.server.client(self.keys.secrets[key] if key else None)
+
+
+def store_workspace(request: pytest.FixtureRequest, tmp: Any) -> str:
+    """A fresh workspace on the store ``request.param``: a directory, or a PostgreSQL schema."""
+    if request.param == "files":
+        return str(tmp / "ws")
+    url: str = request.getfixturevalue("postgres_server")
+    sep = "&" if "?" in url else "?"
+    return f"{url}{sep}schema=t_{uuid.uuid4().hex[:16]}"
+
+
+def serve_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, *args: str
+) -> Iterator[Served]:
+    """A module fixture's body: a server over a fresh workspace of ``request.param``."""
+    workspace = store_workspace(request, tmp_path_factory.mktemp("served"))
+    keys = make_keys(workspace, KEYS)
+    server = ServerProcess(workspace, *args).start()
+    try:
+        yield Served(store=request.param, workspace=workspace, server=server, keys=keys)
+    finally:
+        server.stop()
+
+
+def fresh_namespace(tenant: str = "acme") -> str:
+    """A namespace name no other test uses."""
+    return f"{tenant}.t{uuid.uuid4().hex[:12]}"
+
+
+def wait_for(check: Any, what: str, *, bound: float = 60.0) -> Any:
+    """Poll ``check()`` until it returns something true (bounded); that value."""
+    deadline = time.monotonic() + bound
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {bound:g} s for {what}")
+        time.sleep(0.05)

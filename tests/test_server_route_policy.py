@@ -1,0 +1,190 @@
+"""Every route has a policy, a key check and (for a namespace) the grant check, by
+construction: this walks the application's routes and fails if one escapes, then runs the
+authorisation matrix over every route of a real server on each store."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute
+
+from _server import Served, serve_store
+from memdir.server.app import create_app
+from memdir.server.auth import Scope
+from memdir.server.policy import (
+    MemdirRouter,
+    Policy,
+    PolicyRoute,
+    PrincipalGuard,
+    bound_namespace,
+)
+from memdir.server.settings import ServerSettings
+
+PUBLIC = {"/healthz", "/readyz"}
+NOT_API = {"/openapi.json"}  # FastAPI's own document (no memory in it)
+WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+ROUTES_DIR = Path(__file__).parent.parent / "src" / "memdir" / "server" / "routes"
+
+
+def _calls(dependant: Any) -> Iterator[Any]:
+    for sub in dependant.dependencies:
+        yield sub.call
+        yield from _calls(sub)
+
+
+def violations(app: FastAPI) -> list[str]:
+    """What breaks the route policy, one line per problem (empty: none)."""
+    found: list[str] = []
+    for route in app.routes:
+        path = getattr(route, "path", "?")
+        if not isinstance(route, APIRoute):
+            if path not in NOT_API:
+                found.append(f"{path}: not an API route and not allowed")
+            continue
+        if not isinstance(route, PolicyRoute):
+            found.append(f"{path}: has no policy (not a PolicyRoute)")
+            continue
+        policy = route.policy
+        first = route.dependant.dependencies[0].call if route.dependant.dependencies else None
+        if not (isinstance(first, PrincipalGuard) and first.policy is policy):
+            found.append(f"{path}: the key check is not the first dependency")
+        if policy.scope is None and path not in PUBLIC:
+            found.append(f"{path}: public but not in the allow-list")
+        methods = set(route.methods or ())
+        if policy.scope == Scope.READ and methods - {"GET", "HEAD"}:
+            found.append(f"{path}: a read-scope route takes {sorted(methods)}")
+        if methods & WRITE_METHODS and (policy.scope is None or policy.scope < Scope.WRITE):
+            found.append(f"{path}: a write method without write scope")
+        if "{ns}" in path:
+            if bound_namespace not in list(_calls(route.dependant)):
+                found.append(f"{path}: the namespace is not checked by bound_namespace")
+            if "ns" in inspect.signature(route.endpoint).parameters:
+                found.append(f"{path}: the handler takes the raw namespace")
+    return found
+
+
+def test_every_route_of_the_application_keeps_the_policy(tmp_path: Path) -> None:
+    app = create_app(ServerSettings(workspace=str(tmp_path / "ws")))
+    assert violations(app) == []
+    scoped = [r for r in app.routes if isinstance(r, PolicyRoute) and r.policy.scope]
+    assert len(scoped) >= 13  # the walk saw the routes
+
+
+def test_the_walk_finds_each_kind_of_escape() -> None:
+    def search(ns: str) -> dict[str, str]:
+        return {"ns": ns}
+
+    def write() -> None:
+        return None
+
+    plain = APIRouter()
+    plain.add_api_route("/v1/open", write, methods=["GET"])
+    router = MemdirRouter()
+    router.add("POST", "/v1/readwrite", write, policy=Policy(scope=Scope.READ))
+    router.add("GET", "/v1/namespaces/{ns}/raw", search, policy=Policy(scope=Scope.READ))
+    router.add("GET", "/v1/status", write, policy=Policy(scope=None))
+    app = FastAPI(routes=[*plain.routes, *router.routes])
+    found = "\n".join(violations(app))
+    for expected in (
+        "/v1/open: has no policy",
+        "/v1/readwrite: a read-scope route takes ['POST']",
+        "/v1/readwrite: a write method without write scope",
+        "/v1/namespaces/{ns}/raw: the namespace is not checked",
+        "/v1/namespaces/{ns}/raw: the handler takes the raw namespace",
+        "/v1/status: public but not in the allow-list",
+    ):
+        assert expected in found
+
+
+def test_a_route_cannot_be_added_without_a_policy() -> None:
+    router = MemdirRouter()
+    with pytest.raises(TypeError):
+        router.get("/v1/x")(lambda: None)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="exactly one policy"):
+        PolicyRoute("/v1/x", lambda: None)
+
+
+def test_handlers_reach_the_store_only_through_the_bound_namespace() -> None:
+    sources = sorted(ROUTES_DIR.glob("*.py"))
+    assert sources
+    for source in sources:
+        text = source.read_text()
+        for forbidden in ("Workspace(", ".namespaced(", ".coerce(", "open_key_store"):
+            assert forbidden not in text, f"{source.name} uses {forbidden}"
+
+
+# -- the matrix, over real HTTP ----------------------------------------------------------------
+
+NS = "acme.matrix"
+TODAY = datetime.now(UTC).astimezone().date().isoformat()  # the server's local day
+# An example request for every route that needs a key: (query, JSON body).
+EXAMPLES: dict[str, tuple[dict[str, Any], Any]] = {
+    "whoami": ({}, None),
+    "list_namespaces": ({}, None),
+    "add": ({}, {"text": "matrix fact"}),
+    "search": ({"q": "matrix"}, None),
+    "excerpt": ({"path": "MEMORY.md"}, None),
+    "ledgers": ({}, None),
+    "ledger": ({}, None),
+    "memory_md": ({}, None),
+    "consolidations": ({}, None),
+    "append_messages": ({}, {"messages": [{"role": "user", "content": "hi", "id": "m1"}]}),
+    "session_messages": ({}, None),
+    "sessions": ({}, None),
+    "search_sessions": ({"q": "hi"}, None),
+}
+PATH_PARAMS = {"ns": NS, "session_id": "s1", "day": TODAY}
+
+
+@pytest.fixture(scope="module", params=["files", "postgres"])
+def served(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    for served in serve_store(request, tmp_path_factory):
+        with served.client("acme_write") as client:  # what the read routes read
+            assert client.post(f"/v1/namespaces/{NS}/memories", json={"text": "x"}).is_success
+            messages = EXAMPLES["append_messages"][1]
+            assert client.post(f"/v1/namespaces/{NS}/sessions/s1/messages", json=messages)
+        yield served
+
+
+def _scoped_routes(tmp_path: Path) -> list[PolicyRoute]:
+    app = create_app(ServerSettings(workspace=str(tmp_path / "ws")))
+    return [r for r in app.routes if isinstance(r, PolicyRoute) and r.policy.scope is not None]
+
+
+def test_every_route_answers_the_authorisation_matrix(served: Served, tmp_path: Path) -> None:
+    routes = _scoped_routes(tmp_path)
+    missing = sorted({r.name for r in routes} - set(EXAMPLES))
+    assert not missing, f"add an example request for {missing}"
+    below = {Scope.WRITE: "acme_read", Scope.ADMIN: "acme_write"}
+    owner = {Scope.READ: "acme_read", Scope.WRITE: "acme_write", Scope.ADMIN: "acme_admin"}
+    for route in routes:
+        query, body = EXAMPLES[route.name]
+        path = route.path.format(
+            **{k: v for k, v in PATH_PARAMS.items() if f"{{{k}}}" in route.path}
+        )
+        (method,) = route.methods
+        scope = route.policy.scope
+        assert scope is not None
+        with served.client() as anonymous:
+            response = anonymous.request(method, path, params=query, json=body)
+            assert response.status_code == 401, (route.name, response.text)
+        if scope in below:
+            with served.client(below[scope]) as weaker:
+                response = weaker.request(method, path, params=query, json=body)
+                assert response.status_code == 403, (route.name, response.text)
+        if "{ns}" in route.path:
+            with served.client("beta_write") as other:
+                response = other.request(method, path, params=query, json=body)
+                assert response.status_code == 404, (route.name, response.text)
+                assert response.json()["code"] == "namespace-not-found"
+        with served.client(owner[scope]) as allowed:
+            response = allowed.request(method, path, params=query, json=body)
+            assert response.is_success, (route.name, response.text)
