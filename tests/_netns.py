@@ -49,6 +49,16 @@ class Hosts:
             "sh", "-c", rename, f"agent-{host}", *args,
         ]  # fmt: skip
 
+    def in_server_ns(self, args: Sequence[str]) -> list[str]:
+        """``args`` run in the server's network namespace, which reaches both agent hosts (at
+        :meth:`host_addr`) and outlives them."""
+        return ["ip", "netns", "exec", self.server_ns, *args]
+
+    @staticmethod
+    def host_addr(host: str) -> str:
+        """Agent host ``host``'s address as the server's namespace reaches it."""
+        return f"{_NET}.{HOSTS.index(host) + 1}.2"
+
     def env(self) -> dict[str, str]:
         """The environment for a host's Python processes: the test modules importable."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMDIR_TEST_")}
