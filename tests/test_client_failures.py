@@ -314,6 +314,15 @@ ANSWERS: list[tuple[Any, type[RemoteError], dict[str, Any]]] = [
         RemoteError,
         {"request_id": "rid-1234"},
     ),
+    (
+        lambda: httpx.Response(308, headers={"Location": "https://memory.example.com/v1/x"}),
+        RemoteError,
+        {
+            "status": 308,
+            "detail": "the server redirects to 'https://memory.example.com/v1/x': give the "
+            "client the URL it redirects to",
+        },
+    ),
 ]
 
 

@@ -222,8 +222,18 @@ def _in_progress(response: httpx.Response) -> bool:
 
 
 def answer_error(response: httpx.Response) -> RemoteError | None:
-    """The error an answer stands for (``None``: a success or a redirect-less 304)."""
-    return error_from_response(response) if response.status_code >= 400 else None
+    """The error an answer stands for (``None``: a success, or 304 Not Modified)."""
+    status = response.status_code
+    if status >= 400:
+        return error_from_response(response)
+    if 300 <= status < 400 and status != 304:
+        # Not followed: a redirect could lead the key to another host, or to http://.
+        where = response.headers.get("location", "")
+        return RemoteError(
+            f"the server redirects to {where[:200]!r}: give the client the URL it redirects to",
+            status=status,
+        )
+    return None
 
 
 def part_file(target: Path) -> Path:
