@@ -4,20 +4,24 @@ equal to what :mod:`memdir.tools` returns in-process on the same store."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import tarfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from _client import KINDS, client_of, skip_unless_served
+from _client import KINDS, client_of, open_client, skip_unless_served
 from _server import Served, fresh_namespace, memdir, serve_store
 from memdir import errors
 from memdir.client import (
+    AsyncMemdirClient,
     Compacted,
+    ConnectionFailed,
     Ledger,
     MaintenanceStatus,
     RemoteError,
@@ -402,3 +406,74 @@ def _json_round_trip(value: Any) -> Any:
     import json
 
     return json.loads(json.dumps(value))
+
+
+def test_an_archive_goes_up_and_comes_down_whole(kind: str, tmp_path: Path) -> None:
+    """Export streams the answer to its file (atomically, nothing left on a failure); import
+    streams the file as the body, with its length."""
+    archive = bytes(range(256)) * (3 * 4096 + 7)  # over 3 MiB: several chunks
+    source = tmp_path / "in.tar.gz"
+    source.write_bytes(archive)
+    received: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        received.append(request)
+        if request.url.path.endswith("/import"):
+            report = {"files": 3, "unchanged": 0, "conflicts": [], "bytes": len(request.content)}
+            return httpx.Response(200, json=report)
+        return httpx.Response(200, content=archive, headers={"Content-Type": "application/gzip"})
+
+    transport = httpx.MockTransport(handle)
+    with open_client(kind, "http://127.0.0.1:9", "mdk_x", transport=transport) as client:
+        alice = client.namespace("acme.alice")
+        report = alice.import_(source, replace=True)
+        target = tmp_path / "out.tar.gz"
+        assert alice.export(target) == len(archive) and target.read_bytes() == archive
+    upload = received[0]
+    assert upload.content == archive and upload.headers["content-length"] == str(len(archive))
+    assert upload.headers["content-type"] == "application/gzip"
+    assert upload.url.params["replace"] == "true" and upload.headers["idempotency-key"]
+    assert report == TransferReport(files=3, bytes=len(archive))
+
+    def broken(request: httpx.Request) -> httpx.Response:
+        def cut() -> Iterator[bytes]:
+            yield archive[: 1 << 20]
+            raise httpx.ReadError("connection reset by peer", request=request)
+
+        async def acut() -> AsyncIterator[bytes]:
+            for chunk in cut():
+                yield chunk
+
+        return httpx.Response(200, content=cut() if kind == "sync" else acut())
+
+    failing = httpx.MockTransport(broken)
+    with open_client(kind, "http://127.0.0.1:9", "mdk_x", transport=failing, retries=0) as client:
+        alice = client.namespace("acme.alice")
+        with pytest.raises(ConnectionFailed, match="ReadError: connection reset by peer"):
+            alice.export(tmp_path / "cut.tar.gz")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.tar.gz", "out.tar.gz"]
+
+
+async def test_one_async_client_serves_concurrent_calls(served: Served) -> None:
+    """Sixteen adds and sixteen searches at once through one AsyncMemdirClient: each add lands
+    once, with its own Idempotency-Key, and every search answers."""
+    ns = fresh_namespace()
+    keys: list[str] = []
+
+    async def record(request: httpx.Request) -> None:
+        if request.method == "POST":
+            keys.append(request.headers["idempotency-key"])
+
+    key = served.keys.secrets["acme_write"]
+    async with AsyncMemdirClient(served.server.url, key) as client:
+        client._http.event_hooks["request"].append(record)
+        alice = client.namespace(ns)
+        await alice.add("the first fact")
+        facts = [f"fact number {i} about replica r{i}" for i in range(16)]
+        added = await asyncio.gather(*(alice.add(fact) for fact in facts))
+        found = await asyncio.gather(*(alice.search(f"replica r{i}") for i in range(16)))
+    assert len({a.citation for a in added}) == 16 and len(set(keys)) == 17
+    assert all(hits for hits in found)
+    ws = _ws(served, ns)
+    text = "".join(ws.read_text(rel) for _, rel in ws.ledgers())
+    assert all(text.count(f"- {fact}\n") == 1 for fact in facts)
