@@ -477,3 +477,19 @@ async def test_one_async_client_serves_concurrent_calls(served: Served) -> None:
     ws = _ws(served, ns)
     text = "".join(ws.read_text(rel) for _, rel in ws.ledgers())
     assert all(text.count(f"- {fact}\n") == 1 for fact in facts)
+
+
+def test_an_archive_gone_before_a_retry_is_one_clear_error(kind: str, tmp_path: Path) -> None:
+    source = tmp_path / "in.tar.gz"
+    source.write_bytes(b"\x1f\x8b not really an archive")
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        source.unlink()  # gone after the first attempt, before its retry
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+
+    transport = httpx.MockTransport(handle)
+    with (
+        open_client(kind, "http://127.0.0.1:9", "mdk_x", transport=transport, backoff=0) as c,
+        pytest.raises(errors.WorkspaceError, match=f"cannot read {source}: No such file"),
+    ):
+        c.namespace("acme.alice").import_(source)

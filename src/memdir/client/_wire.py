@@ -24,6 +24,7 @@ import httpx
 from memdir.client._config import ClientConfig
 from memdir.client._errors import ConnectionFailed, RemoteError, error_from_response
 from memdir.client._errors import retry_after_seconds as _retry_after
+from memdir.errors import WorkspaceError
 
 __all__ = ["CHUNK", "Call", "Exchange", "Request", "Steps", "like", "part_file"]
 
@@ -100,7 +101,10 @@ class Exchange:
         if self.idempotency_key is not None:
             headers["Idempotency-Key"] = self.idempotency_key
         if request.upload is not None:
-            headers["Content-Length"] = str(request.upload.stat().st_size)
+            try:
+                headers["Content-Length"] = str(request.upload.stat().st_size)
+            except OSError as exc:
+                raise WorkspaceError(f"cannot read {request.upload}: {exc.strerror}") from None
         seconds = self._config.job_timeout if request.job else self._config.timeout
         return http.build_request(
             request.method,
@@ -119,10 +123,10 @@ class Exchange:
             ConnectionFailed: it cannot be retried, or no attempt is left.
         """
         if not isinstance(exc, _RETRY_ERRORS):
-            raise ConnectionFailed(self._failure(exc)) from None
+            raise ConnectionFailed(self._failure(exc, "the request to")) from None
         wait = self._backoff()
         if wait is None:
-            raise ConnectionFailed(self._failure(exc)) from None
+            raise ConnectionFailed(self._failure(exc, "cannot reach")) from None
         self._log(type(exc).__name__, wait)
         return wait
 
@@ -150,11 +154,12 @@ class Exchange:
         longest = min(policy.max_backoff, policy.backoff * 2 ** (self._attempt - 1))
         return random.uniform(longest / 2, longest)
 
-    def _failure(self, exc: Exception) -> str:
+    def _failure(self, exc: Exception, what: str) -> str:
         attempts = "1 attempt" if self._attempt == 1 else f"{self._attempt} attempts"
         reason = " ".join(str(exc).split()) or type(exc).__name__
+        failed = "" if what == "cannot reach" else " failed"
         return (
-            f"cannot reach the memdir server at {self._config.base_url}: "
+            f"{what} the memdir server at {self._config.base_url}{failed}: "
             f"{type(exc).__name__}: {reason[:300]} ({attempts})"
         )
 
