@@ -25,6 +25,7 @@ from memdir.tools._core import (
     MAX_ADD_CHARS,
     MAX_PATH_CHARS,
     MAX_QUERY_CHARS,
+    AddResult,
     MemoryExcerpt,
     add_memory,
     check_int,
@@ -63,14 +64,18 @@ __all__ = [
     "TOOL_SCHEMAS",
     "call_tool",
     "close_shared_indexes",
+    "format_added",
     "format_excerpt",
     "format_hits",
     "format_mixed",
+    "format_search",
     "format_session_hits",
+    "get_arguments",
     "hit_line",
     "memory_add",
     "memory_get",
     "memory_search",
+    "search_arguments",
     "session_history",
     "session_list",
     "session_search",
@@ -156,6 +161,37 @@ def format_mixed(
 _SOURCES = ("memory", "sessions")
 
 
+def search_arguments(
+    query: object, max_results: object, sources: object
+) -> tuple[str, int, tuple[str, ...]]:
+    """``memory_search``'s arguments checked: the query, the number of hits (at most
+    :data:`MAX_RESULTS_CAP`) and the sources, in their canonical order.
+
+    Raises:
+        ToolInputError: an argument the tool cannot use.
+    """
+    text = check_text(
+        "query", query, max_chars=MAX_QUERY_CHARS, hint="give a few keywords to search for"
+    )
+    limit = min(check_int("max_results", max_results, minimum=1), MAX_RESULTS_CAP)
+    return text, limit, _check_sources(sources)
+
+
+def format_search(
+    query: str,
+    sources: Sequence[str],
+    hits: Sequence[SearchHit],
+    session_hits: Sequence[SessionHit],
+    limit: int,
+) -> str:
+    """``memory_search``'s text for the hits found in ``sources``."""
+    if "sessions" not in sources:
+        return format_hits(query, hits)
+    if "memory" not in sources:
+        return format_session_hits(query, session_hits)
+    return format_mixed(query, hits, session_hits, limit)
+
+
 def _check_sources(sources: object) -> tuple[str, ...]:
     given = (sources,) if isinstance(sources, str) else sources
     if not isinstance(given, list | tuple) or not given:
@@ -166,6 +202,26 @@ def _check_sources(sources: object) -> tuple[str, ...]:
             f'unknown source(s) {", ".join(unknown)}: sources are "memory" and "sessions"'
         )
     return tuple(s for s in _SOURCES if s in given)
+
+
+def get_arguments(path: object, start_line: object, num_lines: object) -> tuple[str, int, int]:
+    """``memory_get``'s arguments checked and resolved: the file, the first line and how many
+    lines to read (at most :data:`GET_MAX_LINES`). A range in ``path`` (a citation) wins over
+    the defaults; explicit other values still apply.
+
+    Raises:
+        ToolInputError: an argument the tool cannot use.
+    """
+    raw = check_text("path", path, max_chars=MAX_PATH_CHARS, hint="give a path from memory_search")
+    start = check_int("start_line", start_line, minimum=1)
+    count = check_int("num_lines", num_lines, minimum=1)
+    cited = parse_citation(raw)
+    if cited.start is not None and cited.end is not None:
+        if start == 1:
+            start = cited.start
+        if count == DEFAULT_NUM_LINES:
+            count = cited.end - cited.start + 1
+    return cited.path, start, min(count, GET_MAX_LINES)
 
 
 def format_excerpt(excerpt: MemoryExcerpt, *, char_cap: int = GET_CHAR_CAP) -> str:
@@ -226,22 +282,14 @@ def memory_search(
         The hits as text, or a "no results" note suggesting a rephrasing, or ``Error: ...``.
     """
     ws = workspace_of(workspace, namespace)
-    text = check_text(
-        "query", query, max_chars=MAX_QUERY_CHARS, hint="give a few keywords to search for"
-    )
-    limit = min(check_int("max_results", max_results, minimum=1), MAX_RESULTS_CAP)
-    chosen = _check_sources(sources)
+    text, limit, chosen = search_arguments(query, max_results, sources)
     hits: list[SearchHit] = []
     if "memory" in chosen:
         index = shared_index(ws)
         index.refresh()
         hits = index.search(text, limit=limit)
-    if "sessions" not in chosen:
-        return format_hits(text, hits)
-    found = find_in_sessions(ws, text, limit)
-    if "memory" not in chosen:
-        return format_session_hits(text, found)
-    return format_mixed(text, hits, found, limit)
+    found = find_in_sessions(ws, text, limit) if "sessions" in chosen else []
+    return format_search(text, chosen, hits, found, limit)
 
 
 @tool
@@ -272,18 +320,8 @@ def memory_get(
         A header line and the numbered lines, or ``Error: ...``.
     """
     ws = workspace_of(workspace, namespace)
-    raw = check_text("path", path, max_chars=MAX_PATH_CHARS, hint="give a path from memory_search")
-    start = check_int("start_line", start_line, minimum=1)
-    count = check_int("num_lines", num_lines, minimum=1)
-    cited = parse_citation(raw)
-    if cited.start is not None and cited.end is not None:
-        # A range in the path wins over the defaults; explicit other values still apply.
-        if start == 1:
-            start = cited.start
-        if count == DEFAULT_NUM_LINES:
-            count = cited.end - cited.start + 1
-    excerpt = read_memory(ws, cited.path, start, min(count, GET_MAX_LINES))
-    return format_excerpt(excerpt)
+    rel, start, count = get_arguments(path, start_line, num_lines)
+    return format_excerpt(read_memory(ws, rel, start, count))
 
 
 @tool
@@ -306,7 +344,11 @@ def memory_add(text: str, *, workspace: WorkspaceArg = None, namespace: str | No
     """
     ws = workspace_of(workspace, namespace)
     body = check_text("text", text, max_chars=MAX_ADD_CHARS, hint="give the fact to remember")
-    result = add_memory(ws, body)
+    return format_added(add_memory(ws, body))
+
+
+def format_added(result: AddResult) -> str:
+    """``memory_add``'s text for what an add wrote."""
     noun = "bullet" if result.bullets == 1 else "bullets"
     message = f"Saved {result.bullets} {noun} to {result.citation}."
     if result.masked:

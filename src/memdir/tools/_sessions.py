@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from datetime import datetime
+from typing import Any, Final, Protocol
 
 from memdir.errors import ToolInputError
 from memdir.messages._render import RenderOptions, render_message
 from memdir.sessions import (
+    LogRecord,
     SessionHit,
     SessionLog,
     list_session_infos,
@@ -25,6 +27,7 @@ from memdir.sessions import (
     shared_session_index,
     validate_session_id,
 )
+from memdir.sessions._catalog import log_path
 from memdir.store.workspace import Workspace
 from memdir.tools._core import MAX_QUERY_CHARS, Citation, check_int, check_text, parse_citation
 from memdir.tools._guard import WorkspaceArg, clip, lines_within, one_line, tool, workspace_of
@@ -32,13 +35,18 @@ from memdir.tools._guard import WorkspaceArg, clip, lines_within, one_line, tool
 __all__ = [
     "SESSION_TOOL_FUNCTIONS",
     "SESSION_TOOL_SCHEMAS",
+    "ListedSession",
     "format_session_hits",
+    "format_session_list",
+    "history_arguments",
     "is_session_path",
     "read_session_lines",
+    "render_session_lines",
     "session_history",
     "session_hit_line",
     "session_list",
     "session_search",
+    "session_search_arguments",
 ]
 
 MAX_HITS: Final = 50
@@ -159,10 +167,23 @@ def session_search(
         The hits as text, or a "no results" note, or ``Error: ...``.
     """
     ws = workspace_of(workspace, namespace)
+    text, limit, only = session_search_arguments(query, max_results, session_id)
+    return format_session_hits(text, find_in_sessions(ws, text, limit, only))
+
+
+def session_search_arguments(
+    query: object, max_results: object, session_id: object
+) -> tuple[str, int, str | None]:
+    """``session_search``'s arguments checked: the query, the number of hits (at most
+    :data:`MAX_HITS`) and the session to search only in (``None``: all).
+
+    Raises:
+        ToolInputError: an argument the tool cannot use.
+    """
     text = check_text("query", query, max_chars=MAX_QUERY_CHARS, hint="give a few keywords")
     limit = min(check_int("max_results", max_results, minimum=1), MAX_HITS)
     only = None if session_id is None else _session_id(session_id)
-    return format_session_hits(text, find_in_sessions(ws, text, limit, only))
+    return text, limit, only
 
 
 @tool
@@ -186,6 +207,36 @@ def session_list(*, workspace: WorkspaceArg = None, namespace: str | None = None
     with index.lock:
         index.refresh()
         infos = list_session_infos(index)
+    return format_session_list(infos)
+
+
+class ListedSession(Protocol):
+    """What :func:`format_session_list` shows of a session (as
+    :class:`~memdir.sessions.SessionInfo` has it)."""
+
+    @property
+    def session_id(self) -> str:
+        """The session id."""
+
+    @property
+    def first_at(self) -> datetime | None:
+        """When its first message was written."""
+
+    @property
+    def last_at(self) -> datetime | None:
+        """When its last message was written."""
+
+    @property
+    def messages(self) -> int:
+        """How many messages it holds."""
+
+    @property
+    def summary(self) -> str:
+        """Its first user message, shortened."""
+
+
+def format_session_list(infos: Sequence[ListedSession]) -> str:
+    """``session_list``'s text for the sessions ``infos``, the most recently active first."""
     if not infos:
         return (
             "No past sessions are logged yet (messages are logged when compaction offloads them)."
@@ -217,8 +268,30 @@ def read_session_lines(
     else the first). At most ``count`` messages and :data:`HISTORY_CHAR_CAP` characters; a
     last line says how to go on.
     """
-    log = SessionLog(ws, session_id)
-    records = log.read().records
+    return render_session_lines(
+        SessionLog(ws, session_id).read().records,
+        session_id,
+        start=start,
+        count=count,
+        from_end=from_end,
+    )
+
+
+def render_session_lines(
+    records: Sequence[LogRecord],
+    session_id: str,
+    *,
+    start: int | None,
+    count: int,
+    from_end: bool = False,
+) -> str:
+    """The text of :func:`read_session_lines` for the log records ``records`` (all of them, in
+    file order) of ``session_id``.
+
+    Raises:
+        ToolInputError: no records, or ``start`` is past the last one.
+    """
+    rel_path = log_path(session_id)
     if not records:
         raise ToolInputError(
             f"no messages are logged for session {session_id!r}; session_list shows the sessions"
@@ -228,10 +301,10 @@ def read_session_lines(
         if not chosen:
             last = records[-1].line
             raise ToolInputError(
-                f"start {start} is past the last message of {log.rel_path} (line {last})"
+                f"start {start} is past the last message of {rel_path} (line {last})"
             )
     else:
-        chosen = records[-count:] if from_end else records[:count]
+        chosen = list(records[-count:] if from_end else records[:count])
     body: list[str] = []
     used = 0
     for record in chosen:
@@ -244,7 +317,7 @@ def read_session_lines(
     first, last = chosen[0].line, chosen[len(body) - 1].line
     total = len(records)
     header = (
-        f"{log.rel_path} (messages on lines {first}-{last}; {total} messages logged; "
+        f"{rel_path} (messages on lines {first}-{last}; {total} messages logged; "
         "N| is the line in the log):"
     )
     out = [header, *body]
@@ -296,6 +369,19 @@ def session_history(
         A header and the messages, or ``Error: ...``.
     """
     ws = workspace_of(workspace, namespace)
+    sid, first, count = history_arguments(session_id, last_n, start)
+    return read_session_lines(ws, sid, start=first, count=count, from_end=True)
+
+
+def history_arguments(
+    session_id: object, last_n: object, start: object
+) -> tuple[str, int | None, int]:
+    """``session_history``'s arguments checked and resolved: the session id, the first log
+    line to show (``None``: the last messages) and how many messages.
+
+    Raises:
+        ToolInputError: an argument the tool cannot use.
+    """
     sid, cited = session_ref(session_id)
     count = min(check_int("last_n", last_n, minimum=1), HISTORY_MAX)
     first = None if start is None else check_int("start", start, minimum=1)
@@ -304,7 +390,7 @@ def session_history(
         first = cited.start if first is None else first
         if last_n == _DEFAULT_LAST_N:
             count = min(cited.end - cited.start + 1, HISTORY_MAX)
-    return read_session_lines(ws, sid, start=first, count=count, from_end=True)
+    return sid, first, count
 
 
 _ID_SCHEMA: dict[str, Any] = {

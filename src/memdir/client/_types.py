@@ -1,0 +1,129 @@
+"""The results of :mod:`memdir.client` that the library has no type of its own for.
+
+Everything else a call returns is the library's own type: ``SearchHit``, ``AddResult``,
+``MemoryExcerpt``, ``SessionHit``, ``LogRecord``, ``LogSpan``, ``FlushResult``,
+``ConsolidationResult``, ``MaintenanceReport``, ``CuratedWrite``, ``TransferReport``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from memdir.messages import Msg
+from memdir.sessions import LogSpan
+
+__all__ = ["Compacted", "Ledger", "MaintenanceStatus", "MemoryMd", "SessionSummary", "WhoAmI"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WhoAmI:
+    """The caller, as its key says.
+
+    Attributes:
+        tenant: the key's tenant.
+        key_id: the key's public id (what ``memdir keys list`` and the access log show).
+        scope: ``read``, ``write`` or ``admin``.
+        namespace_prefix: the key reaches the namespaces whose names start with this.
+        namespace: when set, the one namespace the key reaches.
+        expires_at: when the key expires (``None``: never).
+    """
+
+    tenant: str
+    key_id: str
+    scope: str
+    namespace_prefix: str
+    namespace: str | None
+    expires_at: dt.datetime | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ledger:
+    """A daily ledger of a namespace.
+
+    Attributes:
+        date: its day.
+        path: its workspace-relative path (``memory/2026-10-14.md``, or under
+            ``memory/archive/``).
+        size: its size in bytes.
+        archived: it was moved to ``memory/archive/``.
+    """
+
+    date: dt.date
+    path: str
+    size: int
+    archived: bool
+
+
+class MemoryMd(NamedTuple):
+    """``MEMORY.md`` and its version (pass the version to ``replace_memory_md``).
+
+    Unpacks as ``text, version = ns.read_memory_md()``.
+    """
+
+    text: str
+    version: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSummary:
+    """A logged session (what ``session_list`` shows).
+
+    Attributes:
+        session_id: the session id.
+        path: its log, ``sessions/<id>.log.jsonl``.
+        first_at: when its first logged message was written.
+        last_at: when its last logged message was written.
+        messages: how many messages it holds.
+        summary: its first user message, on one line and shortened.
+    """
+
+    session_id: str
+    path: str
+    first_at: dt.datetime | None
+    last_at: dt.datetime | None
+    messages: int
+    summary: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MaintenanceStatus:
+    """When a namespace was last maintained, and who is at it now.
+
+    Attributes:
+        last_tick_at: the last maintenance run.
+        last_consolidation_at: the last consolidation.
+        consolidation_requested_at: a consolidation asked for (by a flush) and not yet run.
+        maintenance_holder: who holds the maintenance lease now (``None``: nobody).
+        consolidation_holder: who holds the consolidation lease now (``None``: nobody).
+    """
+
+    last_tick_at: dt.datetime | None = None
+    last_consolidation_at: dt.datetime | None = None
+    consolidation_requested_at: dt.datetime | None = None
+    maintenance_holder: str | None = None
+    consolidation_holder: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compacted:
+    """A conversation compacted by the server.
+
+    Attributes:
+        compacted: whether anything was compacted (``False``: under every trigger).
+        stages: the stages applied, in order (as ``CompactionResult.stages``).
+        before: messages before.
+        after: messages after.
+        messages: the compacted conversation, to send to the model instead.
+        summary: the summary text (``""``: none was made).
+        log: the session-log lines holding the messages taken out (``None``: none).
+    """
+
+    compacted: bool
+    stages: tuple[str, ...] = ()
+    before: int = 0
+    after: int = 0
+    messages: list[Msg]
+    summary: str = ""
+    log: LogSpan | None = None
