@@ -138,6 +138,14 @@ EXAMPLES: dict[str, tuple[dict[str, Any], Any]] = {
     "session_messages": ({}, None),
     "sessions": ({}, None),
     "search_sessions": ({"q": "hi"}, None),
+    "put_memory_md": ({}, None),
+}
+# More of a route's example request than a query and a JSON body (headers, a raw body).
+EXTRAS: dict[str, dict[str, Any]] = {
+    "put_memory_md": {
+        "headers": {"If-None-Match": "*", "Content-Type": "text/markdown"},
+        "content": b"# Memory\n",  # what a new namespace holds: a success, writing nothing
+    },
 }
 PATH_PARAMS = {"ns": NS, "session_id": "s1", "day": TODAY}
 
@@ -167,6 +175,7 @@ def test_every_route_answers_the_authorisation_matrix(served: Served, tmp_path: 
     owner = {Scope.READ: "acme_read", Scope.WRITE: "acme_write", Scope.ADMIN: "acme_admin"}
     for route in routes:
         query, body = EXAMPLES[route.name]
+        extra = EXTRAS.get(route.name, {})
         path = route.path.format(
             **{k: v for k, v in PATH_PARAMS.items() if f"{{{k}}}" in route.path}
         )
@@ -174,17 +183,17 @@ def test_every_route_answers_the_authorisation_matrix(served: Served, tmp_path: 
         scope = route.policy.scope
         assert scope is not None
         with served.client() as anonymous:
-            response = anonymous.request(method, path, params=query, json=body)
+            response = anonymous.request(method, path, params=query, json=body, **extra)
             assert response.status_code == 401, (route.name, response.text)
         if scope in below:
             with served.client(below[scope]) as weaker:
-                response = weaker.request(method, path, params=query, json=body)
+                response = weaker.request(method, path, params=query, json=body, **extra)
                 assert response.status_code == 403, (route.name, response.text)
         if "{ns}" in route.path:
             with served.client("beta_write") as other:
-                response = other.request(method, path, params=query, json=body)
+                response = other.request(method, path, params=query, json=body, **extra)
                 assert response.status_code == 404, (route.name, response.text)
                 assert response.json()["code"] == "namespace-not-found"
         with served.client(owner[scope]) as allowed:
-            response = allowed.request(method, path, params=query, json=body)
+            response = allowed.request(method, path, params=query, json=body, **extra)
             assert response.is_success, (route.name, response.text)

@@ -39,6 +39,8 @@ __all__ = [
     "InvalidInput",
     "NamespaceNotFound",
     "NotFound",
+    "PreconditionFailed",
+    "PreconditionRequired",
     "Problem",
     "ProblemError",
     "Unauthorized",
@@ -138,6 +140,22 @@ class InvalidInput(ProblemError):
 
     def __init__(self, detail: str) -> None:
         super().__init__(422, "invalid-input", detail)
+
+
+class PreconditionFailed(ProblemError):
+    """412: the resource is not at the version the request was based on; ``etag`` is its
+    current one (``None``: it does not exist)."""
+
+    def __init__(self, detail: str, *, etag: str | None) -> None:
+        headers = {"ETag": etag} if etag is not None else None
+        super().__init__(412, "version-conflict", detail, headers=headers)
+
+
+class PreconditionRequired(ProblemError):
+    """428 (RFC 6585): a replace that names no version it is based on."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(428, "precondition-required", detail)
 
 
 def problem_response(
