@@ -139,6 +139,11 @@ EXAMPLES: dict[str, tuple[dict[str, Any], Any]] = {
     "sessions": ({}, None),
     "search_sessions": ({"q": "hi"}, None),
     "put_memory_md": ({}, None),
+    "flush": ({}, {"session_id": "s1", "messages": [{"role": "user", "content": "hi"}]}),
+    "compact": ({}, {"session_id": "s1", "messages": [{"role": "user", "content": "hi"}]}),
+    "consolidate": ({}, {"dry_run": True}),
+    "maintenance_status": ({}, None),
+    "run_maintenance": ({}, {"dry_run": True}),
 }
 # More of a route's example request than a query and a JSON body (headers, a raw body).
 EXTRAS: dict[str, dict[str, Any]] = {
@@ -190,7 +195,8 @@ def test_every_route_answers_the_authorisation_matrix(served: Served, tmp_path: 
                 response = weaker.request(method, path, params=query, json=body, **extra)
                 assert response.status_code == 403, (route.name, response.text)
         if "{ns}" in route.path:
-            with served.client("beta_write") as other:
+            stranger = "beta_admin" if scope == Scope.ADMIN else "beta_write"
+            with served.client(stranger) as other:
                 response = other.request(method, path, params=query, json=body, **extra)
                 assert response.status_code == 404, (route.name, response.text)
                 assert response.json()["code"] == "namespace-not-found"

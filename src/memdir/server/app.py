@@ -22,7 +22,9 @@ from memdir import __version__
 from memdir.errors import MemdirError
 from memdir.server.accesslog import AccessLogMiddleware
 from memdir.server.auth import KeyAuthenticator, open_key_store
+from memdir.server.jobs import JobRunner
 from memdir.server.limits import BodyLimitMiddleware
+from memdir.server.models import model_factory
 from memdir.server.pool import NamespacePool
 from memdir.server.problems import install_problem_handlers
 from memdir.server.settings import ServerSettings
@@ -36,13 +38,14 @@ logger = logging.getLogger("memdir.server")
 
 def _routes() -> list[Any]:
     from memdir.server import health
-    from memdir.server.routes import memory, meta, sessions
+    from memdir.server.routes import jobs, memory, meta, sessions
 
     return [
         *health.router.routes,
         *meta.router.routes,
         *memory.router.routes,
         *sessions.router.routes,
+        *jobs.router.routes,
     ]
 
 
@@ -51,6 +54,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     Raises:
         WorkspaceError: the workspace cannot be opened or created.
+        ConfigError: the model cannot be made.
     """
     root = Workspace(settings.workspace, create=True)
     state = ServerState(
@@ -58,6 +62,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         root=root,
         authenticator=KeyAuthenticator(open_key_store(root)),
         pool=NamespacePool(root),
+        jobs=JobRunner(threads=settings.job_threads, timeout=settings.job_timeout),
+        model=model_factory(settings.model),
     )
     app = FastAPI(
         title="memdir",
@@ -82,8 +88,10 @@ def preflight(settings: ServerSettings) -> None:
 
     Raises:
         WorkspaceError: the store cannot be reached or the workspace created.
-        ConfigError: the key file may be read by others, or is damaged.
+        ConfigError: the key file may be read by others, or is damaged; the model cannot be
+            made.
     """
+    model_factory(settings.model)
     open_key_store(Workspace(settings.workspace, create=True)).check()
 
 
