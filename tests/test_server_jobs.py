@@ -54,13 +54,6 @@ LONG = [
 ]
 
 
-@pytest.fixture(scope="module", params=["files", "postgres"])
-def served(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
-    yield from serve_store(request, tmp_path_factory)
-
-
 def _ws(served: Served, ns: str) -> Workspace:
     return Workspace(served.workspace, namespace=ns, create=False)
 

@@ -9,20 +9,13 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from _server import Served, fresh_namespace, serve_store
+from _server import Served, fresh_namespace
 from memdir.memory import read_consolidation_log
 from memdir.memory.curated import MAX_MEMORY_MD_BYTES
 from memdir.workspace import Workspace
 
 TOKEN = "sk-ant-api03-" + "b" * 40
 CURATED = "# Memory\n\n- Wang Lei owns the billing service\n- 数据库迁移在周五晚上进行\n"
-
-
-@pytest.fixture(scope="module", params=["files", "postgres"])
-def served(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
-    yield from serve_store(request, tmp_path_factory)
 
 
 @pytest.fixture

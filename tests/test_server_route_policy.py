@@ -5,6 +5,8 @@ authorisation matrix over every route of a real server on each store."""
 from __future__ import annotations
 
 import inspect
+import io
+import tarfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -121,6 +123,17 @@ def test_handlers_reach_the_store_only_through_the_bound_namespace() -> None:
 
 # -- the matrix, over real HTTP ----------------------------------------------------------------
 
+
+def _archive_of(files: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for name, data in files.items():
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    return out.getvalue()
+
+
 NS = "acme.matrix"
 TODAY = datetime.now(UTC).astimezone().date().isoformat()  # the server's local day
 # An example request for every route that needs a key: (query, JSON body).
@@ -144,12 +157,18 @@ EXAMPLES: dict[str, tuple[dict[str, Any], Any]] = {
     "consolidate": ({}, {"dry_run": True}),
     "maintenance_status": ({}, None),
     "run_maintenance": ({}, {"dry_run": True}),
+    "export_archive": ({}, None),
+    "import_archive": ({}, None),
 }
 # More of a route's example request than a query and a JSON body (headers, a raw body).
 EXTRAS: dict[str, dict[str, Any]] = {
     "put_memory_md": {
         "headers": {"If-None-Match": "*", "Content-Type": "text/markdown"},
         "content": b"# Memory\n",  # what a new namespace holds: a success, writing nothing
+    },
+    "import_archive": {
+        "headers": {"Content-Type": "application/gzip"},
+        "content": _archive_of({"MEMORY.md": b"# Memory\n"}),  # the same: nothing written
     },
 }
 PATH_PARAMS = {"ns": NS, "session_id": "s1", "day": TODAY}

@@ -9,6 +9,7 @@ import click
 from memdir.cli._common import EXIT_HELP, CliState, info, own_workspace_option, pass_state
 from memdir.cli._ingest_cmd import model_option
 from memdir.errors import ConfigError
+from memdir.server.settings import IMPORT_LIMIT_MAX
 
 __all__ = ["serve_cmd"]
 
@@ -83,6 +84,20 @@ def _is_loopback(host: str) -> bool:
     show_default=True,
     help="Jobs running at once per process (each tenant runs one at a time).",
 )
+@click.option(
+    "--import-limit",
+    type=click.IntRange(1, IMPORT_LIMIT_MAX),
+    default=256 << 20,
+    show_default=True,
+    help="The largest archive an import takes, in bytes (sent, and unpacked).",
+)
+@click.option(
+    "--import-max-files",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="The most files an imported archive may hold.",
+)
 @pass_state
 def serve_cmd(
     state: CliState,
@@ -97,6 +112,8 @@ def serve_cmd(
     max_memory_tokens: int,
     job_timeout: float,
     job_threads: int,
+    import_limit: int,
+    import_max_files: int,
 ) -> None:
     """Serve the workspace's namespaces over HTTP (REST under /v1) to the holders of keys.
 
@@ -130,6 +147,8 @@ def serve_cmd(
         max_memory_tokens=max_memory_tokens,
         job_timeout=job_timeout,
         job_threads=job_threads,
+        import_limit=import_limit,
+        import_max_files=import_max_files,
     )
     if not _is_loopback(host) and settings.scheme == "http":
         info(

@@ -38,7 +38,7 @@ logger = logging.getLogger("memdir.server")
 
 def _routes() -> list[Any]:
     from memdir.server import health
-    from memdir.server.routes import jobs, memory, meta, sessions
+    from memdir.server.routes import jobs, memory, meta, sessions, transfer
 
     return [
         *health.router.routes,
@@ -46,6 +46,7 @@ def _routes() -> list[Any]:
         *memory.router.routes,
         *sessions.router.routes,
         *jobs.router.routes,
+        *transfer.router.routes,
     ]
 
 

@@ -32,6 +32,7 @@ from memdir.errors import (
 )
 from memdir.messages import MessageFormatError
 from memdir.store._safeopen import PathMissing, PathRefused
+from memdir.store.archive import ArchiveError
 
 __all__ = [
     "PROBLEM_JSON",
@@ -210,6 +211,7 @@ _MEMDIR_ERRORS: Final[tuple[tuple[type[MemdirError], int, str, str | None], ...]
     (MessageFormatError, 422, "invalid-input", None),
     (ConfigError, 422, "invalid-input", None),
     (SessionLogError, 422, "invalid-input", None),
+    (ArchiveError, 422, "invalid-archive", None),
     (WorkspaceError, 503, "store-unavailable", "the store cannot be reached; try again soon"),
     (IndexError_, 503, "index-unavailable", "the search index cannot be used; try again soon"),
 )

@@ -16,10 +16,12 @@ from typing import Any, Final
 
 from memdir.errors import ConfigError
 
-__all__ = ["CONFIG_ENV", "ServerSettings"]
+__all__ = ["CONFIG_ENV", "IMPORT_LIMIT_MAX", "ServerSettings"]
 
 CONFIG_ENV: Final = "MEMDIR_SERVE_CONFIG"
 """The variable a worker process reads its settings from."""
+IMPORT_LIMIT_MAX: Final = 1 << 40
+"""The largest ``import_limit`` there may be (1 TiB)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,6 +45,8 @@ class ServerSettings:
         max_memory_tokens: the ``MEMORY.md`` budget of consolidations, in tokens.
         job_timeout: seconds a job (flush, compaction, consolidation, maintenance run) may run.
         job_threads: jobs running at once in one process (each tenant runs one at a time).
+        import_limit: the largest archive an import takes, in bytes, sent and unpacked.
+        import_max_files: the most files an imported archive may hold.
     """
 
     workspace: str
@@ -59,6 +63,8 @@ class ServerSettings:
     max_memory_tokens: int = 4000
     job_timeout: float = 300.0
     job_threads: int = 4
+    import_limit: int = 256 << 20
+    import_max_files: int = 10_000
 
     def __post_init__(self) -> None:
         if not isinstance(self.workspace, str) or not self.workspace.strip():
@@ -85,6 +91,12 @@ class ServerSettings:
             )
         if not 1 <= self.job_threads <= 256:
             raise ConfigError(f"--job-threads must be 1 to 256, not {self.job_threads}")
+        if not 1 <= self.import_limit <= IMPORT_LIMIT_MAX:
+            raise ConfigError(
+                f"--import-limit must be 1 to {IMPORT_LIMIT_MAX:,} bytes, not {self.import_limit}"
+            )
+        if self.import_max_files < 1:
+            raise ConfigError(f"--import-max-files must be positive, not {self.import_max_files}")
         if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
             raise ConfigError("--ssl-certfile and --ssl-keyfile go together")
 
