@@ -5,9 +5,11 @@ reason, nothing written."""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import http.client
 import io
+import os
 import tarfile
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -15,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from _server import Served, fresh_namespace
+from _server import Served, fresh_namespace, wait_for
 from memdir.store.archive import unpack_archive
 from memdir.store.transfer import workspace_files
 from memdir.workspace import Workspace
@@ -238,6 +240,30 @@ def test_a_body_over_the_import_limit_is_413_before_it_is_read(served: Served) -
     finally:
         conn.close()
     assert f"the body is {LIMIT + 1:,} bytes; this route takes at most {LIMIT:,}" in body
+
+
+def test_a_client_that_leaves_an_export_stops_it_and_frees_the_slot(
+    served: Served, admin: httpx.Client
+) -> None:
+    ns = fresh_namespace()
+    ws = Workspace(served.workspace, namespace=ns, create=True)
+    ws.init()
+    for i in range(40):  # 30 MB that gzip cannot shrink: more than the sockets hold
+        ws.write_bytes(
+            f"memory/2025-01-{i % 28 + 1:02d}-{i}.md", base64.b64encode(os.urandom(768_000))
+        )
+    with admin.stream("GET", f"/v1/namespaces/{ns}/export") as response:
+        assert response.status_code == 200
+        next(response.iter_bytes())  # then the client goes away
+    busy = admin.post(f"/v1/namespaces/{ns}/consolidate", json={"dry_run": True})
+    assert busy.status_code in (200, 429)
+
+    def free() -> bool:
+        answer = admin.post(f"/v1/namespaces/{ns}/consolidate", json={"dry_run": True})
+        return answer.status_code == 200
+
+    wait_for(free, "the export to stop and give the tenant's job slot back")
+    assert "Traceback" not in served.server.log()
 
 
 def test_export_and_import_need_an_admin_key_of_the_tenant(served: Served) -> None:
