@@ -25,6 +25,7 @@ from memdir.server.auth import KeyAuthenticator, open_key_store
 from memdir.server.jobs import JobRunner
 from memdir.server.limits import BodyLimitMiddleware
 from memdir.server.models import model_factory
+from memdir.server.openapi import install_openapi
 from memdir.server.pool import NamespacePool
 from memdir.server.problems import install_problem_handlers
 from memdir.server.settings import ServerSettings
@@ -78,6 +79,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         lifespan=_lifespan,
     )
     app.state.memdir = state
+    install_openapi(app)
     app.add_middleware(BodyLimitMiddleware, routes=app.routes, default=settings.body_limit)
     install_problem_handlers(app)
     app.add_middleware(AccessLogMiddleware, log_namespaces=settings.log_namespaces)
