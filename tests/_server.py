@@ -82,11 +82,13 @@ class ServerProcess:
     Args:
         workspace: a directory or a ``postgresql://`` URL.
         args: more options of ``memdir serve``.
+        env: more environment variables of the server process.
     """
 
-    def __init__(self, workspace: str, *args: str) -> None:
+    def __init__(self, workspace: str, *args: str, env: dict[str, str] | None = None) -> None:
         self.workspace = workspace
         self.args = args
+        self.env = {**os.environ, **(env or {})}
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -101,7 +103,7 @@ class ServerProcess:
             stderr=subprocess.PIPE,
             text=True,
             encoding="utf-8",
-            env=dict(os.environ),
+            env=self.env,
         )  # fmt: skip
         threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
         threading.Thread(target=self._keep, args=(self.proc.stderr,), daemon=True).start()
@@ -166,6 +168,7 @@ KEYS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("acme_write", "acme", "write", ()),
     ("acme_admin", "acme", "admin", ()),
     ("beta_write", "beta", "write", ()),
+    ("beta_admin", "beta", "admin", ()),
     ("team1", "acme", "write", ("--namespace-prefix", "acme.team1.")),
     ("alice_only", "acme", "write", ("--namespace", "acme.alice")),
 )
@@ -202,12 +205,15 @@ def store_workspace(request: pytest.FixtureRequest, tmp: Any) -> str:
 
 
 def serve_store(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, *args: str
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    *args: str,
+    env: dict[str, str] | None = None,
 ) -> Iterator[Served]:
     """A module fixture's body: a server over a fresh workspace of ``request.param``."""
     workspace = store_workspace(request, tmp_path_factory.mktemp("served"))
     keys = make_keys(workspace, KEYS)
-    server = ServerProcess(workspace, *args).start()
+    server = ServerProcess(workspace, *args, env=env).start()
     try:
         yield Served(store=request.param, workspace=workspace, server=server, keys=keys)
     finally:

@@ -7,6 +7,7 @@ import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -107,3 +108,12 @@ def any_ws(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) ->
         return Workspace(tmp_path / "ws", tz="UTC", clock=clock)
     url = request.getfixturevalue("pg_url")
     return Workspace(url, tz="UTC", clock=clock)
+
+
+@pytest.fixture(scope="module", params=["files", "postgres"])
+def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A real ``memdir serve`` over a fresh workspace of each store, for a module's tests (a
+    module may define its own, with other options); see ``tests/_server.py``."""
+    from _server import serve_store
+
+    yield from serve_store(request, tmp_path_factory)

@@ -5,6 +5,8 @@ authorisation matrix over every route of a real server on each store."""
 from __future__ import annotations
 
 import inspect
+import io
+import tarfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -121,6 +123,17 @@ def test_handlers_reach_the_store_only_through_the_bound_namespace() -> None:
 
 # -- the matrix, over real HTTP ----------------------------------------------------------------
 
+
+def _archive_of(files: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for name, data in files.items():
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    return out.getvalue()
+
+
 NS = "acme.matrix"
 TODAY = datetime.now(UTC).astimezone().date().isoformat()  # the server's local day
 # An example request for every route that needs a key: (query, JSON body).
@@ -138,6 +151,25 @@ EXAMPLES: dict[str, tuple[dict[str, Any], Any]] = {
     "session_messages": ({}, None),
     "sessions": ({}, None),
     "search_sessions": ({"q": "hi"}, None),
+    "put_memory_md": ({}, None),
+    "flush": ({}, {"session_id": "s1", "messages": [{"role": "user", "content": "hi"}]}),
+    "compact": ({}, {"session_id": "s1", "messages": [{"role": "user", "content": "hi"}]}),
+    "consolidate": ({}, {"dry_run": True}),
+    "maintenance_status": ({}, None),
+    "run_maintenance": ({}, {"dry_run": True}),
+    "export_archive": ({}, None),
+    "import_archive": ({}, None),
+}
+# More of a route's example request than a query and a JSON body (headers, a raw body).
+EXTRAS: dict[str, dict[str, Any]] = {
+    "put_memory_md": {
+        "headers": {"If-None-Match": "*", "Content-Type": "text/markdown"},
+        "content": b"# Memory\n",  # what a new namespace holds: a success, writing nothing
+    },
+    "import_archive": {
+        "headers": {"Content-Type": "application/gzip"},
+        "content": _archive_of({"MEMORY.md": b"# Memory\n"}),  # the same: nothing written
+    },
 }
 PATH_PARAMS = {"ns": NS, "session_id": "s1", "day": TODAY}
 
@@ -167,6 +199,7 @@ def test_every_route_answers_the_authorisation_matrix(served: Served, tmp_path: 
     owner = {Scope.READ: "acme_read", Scope.WRITE: "acme_write", Scope.ADMIN: "acme_admin"}
     for route in routes:
         query, body = EXAMPLES[route.name]
+        extra = EXTRAS.get(route.name, {})
         path = route.path.format(
             **{k: v for k, v in PATH_PARAMS.items() if f"{{{k}}}" in route.path}
         )
@@ -174,17 +207,18 @@ def test_every_route_answers_the_authorisation_matrix(served: Served, tmp_path: 
         scope = route.policy.scope
         assert scope is not None
         with served.client() as anonymous:
-            response = anonymous.request(method, path, params=query, json=body)
+            response = anonymous.request(method, path, params=query, json=body, **extra)
             assert response.status_code == 401, (route.name, response.text)
         if scope in below:
             with served.client(below[scope]) as weaker:
-                response = weaker.request(method, path, params=query, json=body)
+                response = weaker.request(method, path, params=query, json=body, **extra)
                 assert response.status_code == 403, (route.name, response.text)
         if "{ns}" in route.path:
-            with served.client("beta_write") as other:
-                response = other.request(method, path, params=query, json=body)
+            stranger = "beta_admin" if scope == Scope.ADMIN else "beta_write"
+            with served.client(stranger) as other:
+                response = other.request(method, path, params=query, json=body, **extra)
                 assert response.status_code == 404, (route.name, response.text)
                 assert response.json()["code"] == "namespace-not-found"
         with served.client(owner[scope]) as allowed:
-            response = allowed.request(method, path, params=query, json=body)
+            response = allowed.request(method, path, params=query, json=body, **extra)
             assert response.is_success, (route.name, response.text)

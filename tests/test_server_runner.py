@@ -77,6 +77,11 @@ def test_what_keeps_the_server_from_starting_is_one_line(tmp_path: Path) -> None
     namespaced = memdir("-n", "acme.x", "serve", "-w", str(where), check=False)
     assert namespaced.returncode == 2 and "leave out --namespace" in namespaced.stderr
 
+    os.chmod(where / ".memdir-server" / "keys.json", 0o600)
+    unknown = _refused("-w", str(where), "--model", "python:no_such_module:model")
+    assert "--model 'python:no_such_module:model': cannot load it" in unknown
+    assert unknown.count("\n") == 1
+
 
 @pytest.mark.parametrize("host", ["::1", "localhost"])
 def test_the_ready_line_names_a_url_that_answers(tmp_path: Path, host: str) -> None:

@@ -7,7 +7,9 @@ import ipaddress
 import click
 
 from memdir.cli._common import EXIT_HELP, CliState, info, own_workspace_option, pass_state
+from memdir.cli._ingest_cmd import model_option
 from memdir.errors import ConfigError
+from memdir.server.settings import IMPORT_LIMIT_MAX
 
 __all__ = ["serve_cmd"]
 
@@ -56,6 +58,46 @@ def _is_loopback(host: str) -> bool:
 @click.option(
     "--ssl-keyfile", type=click.Path(exists=True, dir_okay=False), help="Its PEM private key."
 )
+@model_option(
+    "extractive",
+    help="Model of flushes, compactions and consolidations: extractive (offline), "
+    "provider:model such as openai:gpt-4o-mini, or python:MODULE:FUNCTION [env MEMDIR_MODEL].",
+)
+@click.option(
+    "--max-memory-tokens",
+    type=click.IntRange(min=50),
+    default=4000,
+    show_default=True,
+    help="MEMORY.md budget of consolidations, in tokens.",
+)
+@click.option(
+    "--job-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="Seconds a flush, compaction, consolidation or maintenance run may take.",
+)
+@click.option(
+    "--job-threads",
+    type=click.IntRange(1, 256),
+    default=4,
+    show_default=True,
+    help="Jobs running at once per process (each tenant runs one at a time).",
+)
+@click.option(
+    "--import-limit",
+    type=click.IntRange(1, IMPORT_LIMIT_MAX),
+    default=256 << 20,
+    show_default=True,
+    help="The largest archive an import takes, in bytes (sent, and unpacked).",
+)
+@click.option(
+    "--import-max-files",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="The most files an imported archive may hold.",
+)
 @pass_state
 def serve_cmd(
     state: CliState,
@@ -66,6 +108,12 @@ def serve_cmd(
     log_namespaces: bool,
     ssl_certfile: str | None,
     ssl_keyfile: str | None,
+    model_spec: str,
+    max_memory_tokens: int,
+    job_timeout: float,
+    job_threads: int,
+    import_limit: int,
+    import_max_files: int,
 ) -> None:
     """Serve the workspace's namespaces over HTTP (REST under /v1) to the holders of keys.
 
@@ -95,6 +143,12 @@ def serve_cmd(
         log_namespaces=log_namespaces,
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
+        model=model_spec,
+        max_memory_tokens=max_memory_tokens,
+        job_timeout=job_timeout,
+        job_threads=job_threads,
+        import_limit=import_limit,
+        import_max_files=import_max_files,
     )
     if not _is_loopback(host) and settings.scheme == "http":
         info(

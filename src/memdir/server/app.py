@@ -22,7 +22,10 @@ from memdir import __version__
 from memdir.errors import MemdirError
 from memdir.server.accesslog import AccessLogMiddleware
 from memdir.server.auth import KeyAuthenticator, open_key_store
+from memdir.server.jobs import JobRunner
 from memdir.server.limits import BodyLimitMiddleware
+from memdir.server.models import model_factory
+from memdir.server.openapi import install_openapi
 from memdir.server.pool import NamespacePool
 from memdir.server.problems import install_problem_handlers
 from memdir.server.settings import ServerSettings
@@ -36,13 +39,15 @@ logger = logging.getLogger("memdir.server")
 
 def _routes() -> list[Any]:
     from memdir.server import health
-    from memdir.server.routes import memory, meta, sessions
+    from memdir.server.routes import jobs, memory, meta, sessions, transfer
 
     return [
         *health.router.routes,
         *meta.router.routes,
         *memory.router.routes,
         *sessions.router.routes,
+        *jobs.router.routes,
+        *transfer.router.routes,
     ]
 
 
@@ -51,6 +56,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     Raises:
         WorkspaceError: the workspace cannot be opened or created.
+        ConfigError: the model cannot be made.
     """
     root = Workspace(settings.workspace, create=True)
     state = ServerState(
@@ -58,6 +64,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         root=root,
         authenticator=KeyAuthenticator(open_key_store(root)),
         pool=NamespacePool(root),
+        jobs=JobRunner(threads=settings.job_threads, timeout=settings.job_timeout),
+        model=model_factory(settings.model),
     )
     app = FastAPI(
         title="memdir",
@@ -71,6 +79,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         lifespan=_lifespan,
     )
     app.state.memdir = state
+    install_openapi(app)
     app.add_middleware(BodyLimitMiddleware, routes=app.routes, default=settings.body_limit)
     install_problem_handlers(app)
     app.add_middleware(AccessLogMiddleware, log_namespaces=settings.log_namespaces)
@@ -82,8 +91,10 @@ def preflight(settings: ServerSettings) -> None:
 
     Raises:
         WorkspaceError: the store cannot be reached or the workspace created.
-        ConfigError: the key file may be read by others, or is damaged.
+        ConfigError: the key file may be read by others, or is damaged; the model cannot be
+            made.
     """
+    model_factory(settings.model)
     open_key_store(Workspace(settings.workspace, create=True)).check()
 
 

@@ -205,6 +205,12 @@ _PROBLEMS: Final = {
 }
 
 
+def _operation_id(route: APIRoute) -> str:
+    """A route's OpenAPI operation id: its name (``search``, ``put_memory_md``), which stays
+    the same when its path or module changes."""
+    return route.name
+
+
 class MemdirRouter:
     """Routes that each carry a :class:`Policy`; there is no way to add one without.
 
@@ -213,7 +219,9 @@ class MemdirRouter:
     """
 
     def __init__(self, prefix: str = "") -> None:
-        self._router = APIRouter(prefix=prefix, route_class=PolicyRoute)
+        self._router = APIRouter(
+            prefix=prefix, route_class=PolicyRoute, generate_unique_id_function=_operation_id
+        )
 
     @property
     def routes(self) -> list[Any]:

@@ -13,10 +13,12 @@ from typing import Final
 
 from memdir.store.workspace import MEMORY_MD, Workspace
 
-__all__ = ["NamespacePool"]
+__all__ = ["EMPTY_MEMORY_MD", "NamespacePool"]
 
 _SIZE: Final = 1024
 """Workspaces kept open (each is a few objects; the indexes have their own limit)."""
+EMPTY_MEMORY_MD: Final = "# Memory\n"
+"""The ``MEMORY.md`` a new namespace starts with (as ``memdir init``): no memory yet."""
 
 
 class NamespacePool:
@@ -56,7 +58,7 @@ class NamespacePool:
             return ws
         if create:
             ws.init()
-            ws.create_text(MEMORY_MD, "# Memory\n")  # as `memdir init`; a file made meanwhile stays
+            ws.create_text(MEMORY_MD, EMPTY_MEMORY_MD)  # as `memdir init`; one made meanwhile stays
         elif not ws.exists():
             return None
         with self._lock:

@@ -32,6 +32,7 @@ from memdir.errors import (
 )
 from memdir.messages import MessageFormatError
 from memdir.store._safeopen import PathMissing, PathRefused
+from memdir.store.archive import ArchiveError
 
 __all__ = [
     "PROBLEM_JSON",
@@ -39,6 +40,8 @@ __all__ = [
     "InvalidInput",
     "NamespaceNotFound",
     "NotFound",
+    "PreconditionFailed",
+    "PreconditionRequired",
     "Problem",
     "ProblemError",
     "Unauthorized",
@@ -140,6 +143,22 @@ class InvalidInput(ProblemError):
         super().__init__(422, "invalid-input", detail)
 
 
+class PreconditionFailed(ProblemError):
+    """412: the resource is not at the version the request was based on; ``etag`` is its
+    current one (``None``: it does not exist)."""
+
+    def __init__(self, detail: str, *, etag: str | None) -> None:
+        headers = {"ETag": etag} if etag is not None else None
+        super().__init__(412, "version-conflict", detail, headers=headers)
+
+
+class PreconditionRequired(ProblemError):
+    """428 (RFC 6585): a replace that names no version it is based on."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(428, "precondition-required", detail)
+
+
 def problem_response(
     request: Request,
     status: int,
@@ -192,6 +211,7 @@ _MEMDIR_ERRORS: Final[tuple[tuple[type[MemdirError], int, str, str | None], ...]
     (MessageFormatError, 422, "invalid-input", None),
     (ConfigError, 422, "invalid-input", None),
     (SessionLogError, 422, "invalid-input", None),
+    (ArchiveError, 422, "invalid-archive", None),
     (WorkspaceError, 503, "store-unavailable", "the store cannot be reached; try again soon"),
     (IndexError_, 503, "index-unavailable", "the search index cannot be used; try again soon"),
 )

@@ -16,10 +16,12 @@ from typing import Any, Final
 
 from memdir.errors import ConfigError
 
-__all__ = ["CONFIG_ENV", "ServerSettings"]
+__all__ = ["CONFIG_ENV", "IMPORT_LIMIT_MAX", "ServerSettings"]
 
 CONFIG_ENV: Final = "MEMDIR_SERVE_CONFIG"
 """The variable a worker process reads its settings from."""
+IMPORT_LIMIT_MAX: Final = 1 << 40
+"""The largest ``import_limit`` there may be (1 TiB)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +39,14 @@ class ServerSettings:
         log_namespaces: write namespace names in the access log (default: a hash of them).
         ssl_certfile: a PEM certificate chain: serve HTTPS (else plain HTTP, behind a proxy).
         ssl_keyfile: the PEM private key of ``ssl_certfile``.
+        model: the model of flushes, compactions and consolidations: ``extractive``
+            (offline, the default), ``provider:model`` (:func:`memdir.models.model_from_string`)
+            or ``python:MODULE:FUNCTION`` (a function returning a model).
+        max_memory_tokens: the ``MEMORY.md`` budget of consolidations, in tokens.
+        job_timeout: seconds a job (flush, compaction, consolidation, maintenance run) may run.
+        job_threads: jobs running at once in one process (each tenant runs one at a time).
+        import_limit: the largest archive an import takes, in bytes, sent and unpacked.
+        import_max_files: the most files an imported archive may hold.
     """
 
     workspace: str
@@ -49,6 +59,12 @@ class ServerSettings:
     log_namespaces: bool = False
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
+    model: str = "extractive"
+    max_memory_tokens: int = 4000
+    job_timeout: float = 300.0
+    job_threads: int = 4
+    import_limit: int = 256 << 20
+    import_max_files: int = 10_000
 
     def __post_init__(self) -> None:
         if not isinstance(self.workspace, str) or not self.workspace.strip():
@@ -59,7 +75,7 @@ class ServerSettings:
             raise ConfigError(f"--port must be 0 to 65535, not {self.port}")
         if not 1 <= self.workers <= 256:
             raise ConfigError(f"--workers must be 1 to 256, not {self.workers}")
-        for name in ("graceful_timeout", "key_poll_seconds"):
+        for name in ("graceful_timeout", "key_poll_seconds", "job_timeout"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"{name} must be a positive number of seconds, not {value}")
@@ -67,6 +83,20 @@ class ServerSettings:
             raise ConfigError(
                 f"body_limit must be a positive number of bytes, not {self.body_limit}"
             )
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ConfigError("--model must name a model, e.g. extractive or openai:gpt-4o-mini")
+        if self.max_memory_tokens < 50:
+            raise ConfigError(
+                f"--max-memory-tokens must be at least 50, not {self.max_memory_tokens}"
+            )
+        if not 1 <= self.job_threads <= 256:
+            raise ConfigError(f"--job-threads must be 1 to 256, not {self.job_threads}")
+        if not 1 <= self.import_limit <= IMPORT_LIMIT_MAX:
+            raise ConfigError(
+                f"--import-limit must be 1 to {IMPORT_LIMIT_MAX:,} bytes, not {self.import_limit}"
+            )
+        if self.import_max_files < 1:
+            raise ConfigError(f"--import-max-files must be positive, not {self.import_max_files}")
         if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
             raise ConfigError("--ssl-certfile and --ssl-keyfile go together")
 

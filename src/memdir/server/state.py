@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from fastapi import Request
 
 from memdir.server.auth import KeyAuthenticator
+from memdir.server.jobs import JobRunner
+from memdir.server.models import ModelFactory
 from memdir.server.pool import NamespacePool
 from memdir.server.settings import ServerSettings
 from memdir.store.workspace import Workspace
@@ -24,6 +26,8 @@ class ServerState:
         root: the workspace root (never served itself: only its tenants' namespaces).
         authenticator: bearer keys to principals.
         pool: the namespaces opened so far.
+        jobs: runs flushes, compactions, consolidations, maintenance, import and export.
+        model: makes the model of a job.
         readiness: when readiness was last checked (``time.monotonic()``) and why the server
             was not ready then (``None``: it was).
     """
@@ -32,6 +36,8 @@ class ServerState:
     root: Workspace
     authenticator: KeyAuthenticator
     pool: NamespacePool
+    jobs: JobRunner
+    model: ModelFactory
     readiness: tuple[float, str | None] = (float("-inf"), None)
 
 

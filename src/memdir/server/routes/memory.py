@@ -6,18 +6,29 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Final, Literal
 
-from fastapi import Header, Query, Response
+import anyio.to_thread
+from fastapi import Header, Query, Request, Response
 
-from memdir.errors import WorkspaceError
-from memdir.memory import read_consolidation_log
+from memdir.errors import VersionConflict, WorkspaceError
+from memdir.memory import read_consolidation_log, replace_memory_md
+from memdir.memory.curated import MAX_MEMORY_MD_BYTES
 from memdir.server.auth import Scope
+from memdir.server.conditional import Precondition, etag, precondition
 from memdir.server.pagination import Cursor, Limit, page_of
-from memdir.server.policy import BoundNamespace, MemdirRouter, Policy
-from memdir.server.problems import InvalidInput, NotFound
+from memdir.server.policy import Bound, BoundNamespace, MemdirRouter, Policy
+from memdir.server.pool import EMPTY_MEMORY_MD
+from memdir.server.problems import (
+    InvalidInput,
+    NotFound,
+    PreconditionFailed,
+    Problem,
+    ProblemError,
+)
 from memdir.server.schemas.memory import (
     Added,
     AddIn,
     ConsolidationRecord,
+    CuratedOut,
     Excerpt,
     Hit,
     Ledger,
@@ -44,7 +55,9 @@ __all__ = ["router"]
 
 READ: Final = Policy(scope=Scope.READ)
 WRITE: Final = Policy(scope=Scope.WRITE)
+CURATE: Final = Policy(scope=Scope.WRITE, body_limit=MAX_MEMORY_MD_BYTES)
 _MARKDOWN: Final = "text/markdown; charset=utf-8"
+_TEXT_TYPES: Final = frozenset({"text/markdown", "text/plain"})
 _DEFAULT_LINES: Final = 50
 _NOT_MODIFIED: Final = {304: {"description": "Not modified (If-None-Match holds its ETag)."}}
 _MARKDOWN_BODY: Final = {200: {"content": {"text/markdown": {"schema": {"type": "string"}}}}}
@@ -181,10 +194,92 @@ def memory_md(
 
 
 def _markdown(found: Versioned, if_none_match: str | None) -> Response:
-    etag = f'"{found.version}"'
-    if if_none_match is not None and etag in (t.strip() for t in if_none_match.split(",")):
-        return Response(status_code=304, headers={"ETag": etag})
-    return Response(found.data, media_type=_MARKDOWN, headers={"ETag": etag})
+    tag = etag(found.version)
+    if if_none_match is not None and tag in (t.strip() for t in if_none_match.split(",")):
+        return Response(status_code=304, headers={"ETag": tag})
+    return Response(found.data, media_type=_MARKDOWN, headers={"ETag": tag})
+
+
+def _problem(description: str) -> dict[str, object]:
+    return {"model": Problem, "description": description}
+
+
+@router.put(
+    "/memory-md",
+    policy=CURATE,
+    response_model=CuratedOut,
+    responses={
+        201: {"model": CuratedOut, "description": "Created (If-None-Match: *)."},
+        412: _problem("MEMORY.md is not at the version of If-Match (ETag: its version now)."),
+        415: _problem("The body is not text/markdown or text/plain."),
+        428: _problem("Neither If-Match nor If-None-Match: * was sent."),
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"text/markdown": {"schema": {"type": "string"}}},
+        }
+    },
+)
+async def put_memory_md(
+    bound: BoundNamespace,
+    request: Request,
+    response: Response,
+    if_match: Annotated[str | None, Header(description='"<version>" from the ETag.')] = None,
+    if_none_match: Annotated[str | None, Header(description="*: create it.")] = None,
+) -> CuratedOut:
+    """Replace ``MEMORY.md`` by compare-and-swap (secrets masked, the previous file kept in
+    its history): ``If-Match`` with the ETag it was read at, or ``If-None-Match: *`` to create
+    it (a new namespace's empty ``# Memory`` counts as none). Sending the content it holds
+    already succeeds, so a PUT retried after a lost answer is no conflict."""
+    pre = precondition(if_match, if_none_match, what="MEMORY.md")
+    text = _text(request.headers.get("content-type"), await request.body())
+    done, created = await anyio.to_thread.run_sync(_replace, bound, text, pre)
+    response.status_code = 201 if created else 200
+    if done.version is not None:
+        response.headers["ETag"] = etag(done.version)
+    return done
+
+
+def _text(content_type: str | None, body: bytes) -> str:
+    media, _, params = (content_type or "text/markdown").partition(";")
+    charset = params.strip().lower().removeprefix("charset=").strip('"') if params else "utf-8"
+    if media.strip().lower() not in _TEXT_TYPES or charset not in ("utf-8", "utf8"):
+        raise ProblemError(
+            415,
+            "unsupported-media-type",
+            "send MEMORY.md as the body, Content-Type: text/markdown; charset=utf-8",
+        )
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput("the body is not UTF-8 text") from None
+
+
+def _replace(bound: Bound, text: str, pre: Precondition) -> tuple[CuratedOut, bool]:
+    """The replace, and whether it created the file (for ``If-None-Match: *``)."""
+    current = bound.ws.read_versioned(MEMORY_MD)
+    base = pre.based_on(current, empty=EMPTY_MEMORY_MD.encode("utf-8"))
+    try:
+        done = replace_memory_md(bound.ws, text, version=base, by="api")
+    except VersionConflict as exc:
+        raise _conflict(exc.current, pre) from None
+    return CuratedOut.model_validate(done), pre.create and done.changed
+
+
+def _conflict(current: str | None, pre: Precondition) -> PreconditionFailed:
+    if current is None:
+        detail = "MEMORY.md does not exist: send If-None-Match: * to create it"
+        return PreconditionFailed(detail, etag=None)
+    tag = etag(current)
+    if pre.create:
+        detail = f"MEMORY.md exists already (ETag {tag}): send If-Match: {tag} to replace it"
+    else:
+        detail = (
+            f"MEMORY.md changed since it was read (ETag {tag} now): GET it, reapply the edit "
+            f"and send If-Match: {tag}"
+        )
+    return PreconditionFailed(detail, etag=tag)
 
 
 @router.get("/consolidations", policy=READ, response_model=list[ConsolidationRecord])

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, computed_field
 from memdir.server.schemas.meta import FromLibrary
 from memdir.server.schemas.sessions import SessionHitOut
 
-__all__ = ["AddIn", "Added", "Excerpt", "Hit", "Ledger", "SearchResult"]
+__all__ = ["AddIn", "Added", "CuratedOut", "Excerpt", "Hit", "Ledger", "SearchResult"]
 
 
 class AddIn(BaseModel):
@@ -74,6 +74,19 @@ class Ledger(BaseModel):
     path: str
     size: int = Field(description="Bytes.")
     archived: bool
+
+
+class CuratedOut(FromLibrary):
+    """What a replace of ``MEMORY.md`` did (as :class:`memdir.memory.CuratedWrite`)."""
+
+    version: str | None = Field(
+        description="Its version now (also the ETag), for the next If-Match; null when another "
+        "writer changed it again at once (GET it)."
+    )
+    changed: bool = Field(description="False: it held this text already (nothing written).")
+    history_path: str | None = Field(description="Where the previous file was kept.")
+    masked: int = Field(description="Secrets masked as [REDACTED:<kind>] before writing.")
+    index_error: str | None = Field(description="Why the index could not follow at once.")
 
 
 ConsolidationRecord = dict[str, Any]
