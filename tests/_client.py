@@ -11,11 +11,10 @@ import inspect
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from _server import Served
-from memdir.client import AsyncMemdirClient, MemdirClient, RemoteError
+from memdir.client import AsyncMemdirClient, MemdirClient
 
 KINDS = ("sync", "async")
 
@@ -66,11 +65,3 @@ def client_of(served: Served, kind: str, key: str, **options: Any) -> Iterator[A
     """A client of ``served`` with the key named ``key``."""
     with open_client(kind, served.server.url, served.keys.secrets[key], **options) as client:
         yield client
-
-
-def skip_unless_served(exc: RemoteError) -> None:
-    """Skip the test when ``exc`` says the route is not served (yet), else re-raise it."""
-    missing_route = exc.status == 404 and exc.detail.startswith("no such route")
-    if missing_route or exc.status == 405:
-        pytest.skip(f"the server does not serve this route yet ({exc.status} {exc.code})")
-    raise exc

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from _client import KINDS, client_of, open_client, skip_unless_served
+from _client import KINDS, client_of, open_client
 from _server import Served, fresh_namespace, memdir, serve_store
 from memdir import errors
 from memdir.client import (
@@ -24,7 +24,6 @@ from memdir.client import (
     ConnectionFailed,
     Ledger,
     MaintenanceStatus,
-    RemoteError,
     SessionSummary,
     VersionConflict,
     WhoAmI,
@@ -294,14 +293,11 @@ def test_a_namespace_out_of_reach_is_an_error_text_not_an_exception(
         assert text.startswith("Error: no namespace 'beta.") and "\n" not in text
 
 
-# -- jobs, MEMORY.md and transfers (served once their routes exist) -----------------------
+# -- jobs, MEMORY.md and transfers ---------------------------------------------------------
 
 
 def _served(call: Any, *args: Any, **kwargs: Any) -> Any:
-    try:
-        return call(*args, **kwargs)
-    except RemoteError as exc:
-        skip_unless_served(exc)
+    return call(*args, **kwargs)
 
 
 def test_memory_md_is_replaced_by_compare_and_swap(served: Served, acme: Any, ns: str) -> None:
@@ -335,11 +331,12 @@ def test_flush_compact_and_consolidate_run_on_the_server(
     again = alice.flush("chat-1", talk)
     assert again.bullets == () and again.messages_flushed == 0  # the cursor moved past them
 
-    long_talk = [Msg.user(f"step {i}: check replica {i}") for i in range(12)]
+    filler = "the replica lag stayed under a second while the nightly backup ran " * 3
+    long_talk = [Msg.user(f"step {i}: check replica {i}; {filler}") for i in range(12)]
     plan = _served(alice.compact, "chat-2", long_talk, force=True, dry_run=True)
     assert isinstance(plan, CompactionPlan) and plan.messages == 12
     done = alice.compact("chat-2", long_talk, force=True, keep_messages=2)
-    assert isinstance(done, Compacted) and done.compacted and done.before == 12
+    assert isinstance(done, Compacted) and done.compacted and done.before.messages == 12
     assert done.messages[-1].text == long_talk[-1].text and done.log is not None
 
     result = _served(alice.consolidate)
@@ -373,7 +370,7 @@ def test_export_then_import_moves_a_namespace(
         assert isinstance(report, TransferReport) and report.files > 0
         assert copy.search("PostgreSQL billing") == alice.search("PostgreSQL billing")
         again = copy.import_(archive)
-        assert again.files == 0 and again.unchanged == report.files
+        assert again.files == 0 and again.unchanged == report.files + report.unchanged
 
 
 def test_results_of_the_coming_routes_are_read_as_the_library_types() -> None:

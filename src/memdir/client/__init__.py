@@ -35,6 +35,8 @@ from memdir.client._errors import (
 from memdir.client._sync import MemdirClient, NamespaceClient
 from memdir.client._types import (
     Compacted,
+    ConversationSize,
+    Lease,
     Ledger,
     MaintenanceStatus,
     MemoryMd,
@@ -48,6 +50,8 @@ __all__ = [
     "AuthError",
     "Compacted",
     "ConnectionFailed",
+    "ConversationSize",
+    "Lease",
     "Ledger",
     "MaintenanceStatus",
     "MemdirClient",

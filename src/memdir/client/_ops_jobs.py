@@ -7,6 +7,7 @@ server, with its model, and wait up to the client's ``job_timeout``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -113,7 +114,12 @@ def compact(
         method="POST", path=namespace_path(ns, "compact"), json=payload, job=True
     )
     found = body(response)
-    return decode(CompactionPlan, found) if dry_run else decode(Compacted, found)
+    if dry_run:
+        return decode(CompactionPlan, found)
+    result = decode(Compacted, found)
+    if format != "memdir":
+        return result
+    return dataclasses.replace(result, messages=[decode(Msg, m) for m in result.messages])
 
 
 def consolidate(ns: str, *, dry_run: bool = False) -> Call[ConsolidationResult]:

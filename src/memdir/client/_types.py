@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from memdir.messages import Msg
 from memdir.sessions import LogSpan
 
 __all__ = ["Compacted", "Ledger", "MaintenanceStatus", "MemoryMd", "SessionSummary", "WhoAmI"]
@@ -88,22 +87,37 @@ class SessionSummary:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Lease:
+    """A job someone runs now: when its lease ends unless it is renewed."""
+
+    expires_at: dt.datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MaintenanceStatus:
-    """When a namespace was last maintained, and who is at it now.
+    """When a namespace was last maintained, and what runs on it now.
 
     Attributes:
         last_tick_at: the last maintenance run.
         last_consolidation_at: the last consolidation.
         consolidation_requested_at: a consolidation asked for (by a flush) and not yet run.
-        maintenance_holder: who holds the maintenance lease now (``None``: nobody).
-        consolidation_holder: who holds the consolidation lease now (``None``: nobody).
+        maintenance_lease: a maintenance run holds it now (``None``: nobody).
+        consolidation_lease: a consolidation runs now (``None``: nobody).
     """
 
     last_tick_at: dt.datetime | None = None
     last_consolidation_at: dt.datetime | None = None
     consolidation_requested_at: dt.datetime | None = None
-    maintenance_holder: str | None = None
-    consolidation_holder: str | None = None
+    maintenance_lease: Lease | None = None
+    consolidation_lease: Lease | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationSize:
+    """How big a conversation is: its messages and the estimated tokens of the request."""
+
+    messages: int
+    tokens: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,18 +126,27 @@ class Compacted:
 
     Attributes:
         compacted: whether anything was compacted (``False``: under every trigger).
+        session_id: the session whose log holds what was taken out.
+        reason: what triggered it (``messages``, ``tokens``, ``forced``...).
         stages: the stages applied, in order (as ``CompactionResult.stages``).
-        before: messages before.
-        after: messages after.
-        messages: the compacted conversation, to send to the model instead.
+        before: the conversation's size before.
+        after: its size after.
+        messages: the compacted conversation, to send to the model instead: ``Msg`` objects
+            for the ``memdir`` format, else dicts in the format of the request.
         summary: the summary text (``""``: none was made).
+        system: the system prompt (``anthropic`` format only).
         log: the session-log lines holding the messages taken out (``None``: none).
+        error: why nothing was compacted, when it was tried.
     """
 
     compacted: bool
+    session_id: str = ""
+    reason: str | None = None
     stages: tuple[str, ...] = ()
-    before: int = 0
-    after: int = 0
-    messages: list[Msg]
+    before: ConversationSize
+    after: ConversationSize
+    messages: list[Any]
     summary: str = ""
+    system: str | None = None
     log: LogSpan | None = None
+    error: str | None = None
