@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import ipaddress
-
 import click
 
+from memdir._net import is_loopback_host
 from memdir.cli._common import EXIT_HELP, CliState, info, own_workspace_option, pass_state
 from memdir.errors import ConfigError
 
 __all__ = ["serve_cmd"]
 
 _INSTALL = "memdir serve needs the server extra: pip install 'memdir[server]'"
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @click.command("serve", epilog=EXIT_HELP)
@@ -96,7 +86,7 @@ def serve_cmd(
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
     )
-    if not _is_loopback(host) and settings.scheme == "http":
+    if not is_loopback_host(host) and settings.scheme == "http":
         info(
             f"memdir serve: listening on {host} without TLS: keys would cross the network in "
             "clear; put a TLS proxy in front, or pass --ssl-certfile and --ssl-keyfile"
