@@ -45,6 +45,7 @@ __all__ = [
     "PrincipalGuard",
     "Scope",
     "bound_namespace",
+    "check_reach",
     "require_principal",
 ]
 
@@ -155,6 +156,22 @@ class Bound:
     ws: Workspace
 
 
+def check_reach(principal: Principal, ns: str) -> None:
+    """Refuse ``ns`` unless it is a valid name the key reaches; the store is not touched.
+
+    Raises:
+        InvalidInput: 422, a name that can never exist.
+        NamespaceNotFound: 404, a name out of the key's reach (the answer for a namespace
+            that does not exist).
+    """
+    try:
+        validate_namespace(ns)
+    except ConfigError as exc:
+        raise InvalidInput(str(exc)) from None
+    if not principal.grant.allows(ns):
+        raise NamespaceNotFound(ns)
+
+
 def bound_namespace(request: Request, ns: str) -> Bound:
     """The namespace of the path, checked against the key before the store is touched.
 
@@ -163,12 +180,7 @@ def bound_namespace(request: Request, ns: str) -> Bound:
     is a 404.
     """
     principal = current_principal(request)
-    try:
-        validate_namespace(ns)
-    except ConfigError as exc:
-        raise InvalidInput(str(exc)) from None
-    if not principal.grant.allows(ns):
-        raise NamespaceNotFound(ns)
+    check_reach(principal, ns)
     ws = server_state(request).pool.get(ns, create=request.method not in SAFE_METHODS)
     if ws is None:
         raise NamespaceNotFound(ns)
