@@ -57,7 +57,8 @@ def serve_cmd(
     ssl_certfile: str | None,
     ssl_keyfile: str | None,
 ) -> None:
-    """Serve the workspace's namespaces over HTTP (REST under /v1) to the holders of keys.
+    """Serve the workspace's namespaces over HTTP (REST under /v1, MCP at /mcp) to the
+    holders of keys.
 
     Each key (memdir keys create) reaches its tenant's namespaces, '<tenant>.*'. Prints
     'memdir serve: listening on URL' on stdout when ready; the access log (JSON, without
@@ -65,6 +66,7 @@ def serve_cmd(
     """
     try:
         import fastapi  # noqa: F401
+        import mcp.server.mcpserver  # noqa: F401  (MCP at /mcp: the SDK's v2)
         import uvicorn  # noqa: F401
     except ImportError:
         raise ConfigError(_INSTALL) from None

@@ -3,7 +3,8 @@
 Middleware, outermost first: the access log (and request id), the catch-all that turns an
 unexpected exception into a 500 problem, the body limits, then FastAPI's exception handlers
 and the routes. The lifespan loads the keys before the first request and polls the
-key store about once a second, so a revoked key is refused within about two seconds.
+key store about once a second, so a revoked key is refused within about two seconds. MCP is
+served at ``/mcp`` (:mod:`memdir.server.mcp_http`), whose SDK servers run in the lifespan too.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from memdir.errors import MemdirError
 from memdir.server.accesslog import AccessLogMiddleware
 from memdir.server.auth import KeyAuthenticator, open_key_store
 from memdir.server.limits import BodyLimitMiddleware
+from memdir.server.mcp_http import McpEndpoint
 from memdir.server.pool import NamespacePool
 from memdir.server.problems import install_problem_handlers
 from memdir.server.settings import ServerSettings
@@ -59,6 +61,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         authenticator=KeyAuthenticator(open_key_store(root)),
         pool=NamespacePool(root),
     )
+    mcp = McpEndpoint(state)
     app = FastAPI(
         title="memdir",
         version=__version__,
@@ -66,11 +69,12 @@ def create_app(settings: ServerSettings) -> FastAPI:
         openapi_url="/openapi.json",
         docs_url=None,
         redoc_url=None,
-        routes=_routes(),
+        routes=[*_routes(), mcp.route],
         generate_unique_id_function=lambda route: route.name,
         lifespan=_lifespan,
     )
     app.state.memdir = state
+    app.state.mcp = mcp
     app.add_middleware(BodyLimitMiddleware, routes=app.routes, default=settings.body_limit)
     install_problem_handlers(app)
     app.add_middleware(AccessLogMiddleware, log_namespaces=settings.log_namespaces)
@@ -91,7 +95,8 @@ def preflight(settings: ServerSettings) -> None:
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     state: ServerState = app.state.memdir
     await _poll_once(state, failing=False)  # the keys are read before the first request
-    async with anyio.create_task_group() as tasks:
+    mcp: McpEndpoint = app.state.mcp
+    async with mcp.running(), anyio.create_task_group() as tasks:
         tasks.start_soon(_poll_keys, state)
         try:
             yield

@@ -44,6 +44,7 @@ __all__ = [
     "PolicyRoute",
     "PrincipalGuard",
     "Scope",
+    "authenticate",
     "bound_namespace",
     "check_reach",
     "require_principal",
@@ -112,6 +113,17 @@ async def _authenticate(state: ServerState, token: str | None) -> Principal:
                 503, "keys-unavailable", detail, headers={"Retry-After": "5"}
             ) from None
     return auth.verify(token, record)
+
+
+async def authenticate(state: ServerState, token: str | None) -> Principal:
+    """The principal of a bearer ``token``, checked as every route checks it (for ``/mcp``,
+    whose requests are not routes of their own).
+
+    Raises:
+        AuthError: no key, or one that is not valid, revoked or expired.
+        ProblemError: 503, the keys cannot be read.
+    """
+    return await _authenticate(state, token)
 
 
 def _bearer(request: Request) -> str | None:
