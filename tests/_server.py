@@ -19,6 +19,8 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -218,6 +220,45 @@ def serve_store(
         yield Served(store=request.param, workspace=workspace, server=server, keys=keys)
     finally:
         server.stop()
+
+
+def expire_key(served: Served, key_id: str) -> None:
+    """Move a key's expiry into the past (as if it had run out), before it is ever used."""
+    from memdir.workspace import Workspace
+
+    past = datetime.now(UTC) - timedelta(minutes=5)
+    if served.store == "files":
+        path = Path(served.workspace) / ".memdir-server" / "keys.json"
+        document = json.loads(path.read_text())
+        for record in document["keys"]:
+            if record["key_id"] == key_id:
+                record["expires_at"] = past.isoformat()
+        path.write_text(json.dumps(document))
+        return
+    ws = Workspace(served.workspace, create=False)
+    schema = ws.store.db.schema  # type: ignore[attr-defined]
+    ws.store.db.transaction(  # type: ignore[attr-defined]
+        lambda cur: cur.execute(
+            f'UPDATE "{schema}".api_keys SET expires_at = %s WHERE key_id = %s', (past, key_id)
+        )
+    )
+
+
+def spy_on_pool(app: Any) -> list[str]:
+    """Make the application's namespace pool record each namespace it is asked for; the list
+    it records into (empty while nothing reached the store)."""
+    from memdir.server.pool import NamespacePool
+    from memdir.workspace import Workspace
+
+    calls: list[str] = []
+
+    class Spy(NamespacePool):
+        def get(self, ns: str, *, create: bool) -> Workspace | None:
+            calls.append(ns)
+            return super().get(ns, create=create)
+
+    app.state.memdir.pool = Spy(app.state.memdir.root)
+    return calls
 
 
 def fresh_namespace(tenant: str = "acme") -> str:

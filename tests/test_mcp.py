@@ -191,3 +191,27 @@ def test_bad_server_arguments_are_one_line_errors(kw: dict[str, Any], message: s
 
     with pytest.raises(MemdirError, match=message):
         serve(**kw)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "example.com"])
+def test_http_without_keys_refuses_to_listen_beyond_loopback(tmp_path: Path, host: str) -> None:
+    """``memdir mcp --transport http`` has no authentication: only ``memdir serve`` (keys per
+    tenant) may listen where other hosts reach it."""
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "memdir", "-w", str(tmp_path / "ws"), "init"],
+        capture_output=True,
+        check=True,
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "memdir", "-w", str(tmp_path / "ws"), "mcp", "--transport",
+         "http", "--host", host, "--port", "8765"],
+        capture_output=True,
+        text=True,
+        timeout=120,  # without the refusal it would serve until killed
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert f"not {host}: to serve MCP to other hosts, run memdir serve" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr

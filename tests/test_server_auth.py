@@ -9,16 +9,23 @@ import http.client
 import json
 import secrets
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from _server import Served, create_key, fresh_namespace, memdir, serve_store, wait_for
+from _server import (
+    Served,
+    create_key,
+    expire_key,
+    fresh_namespace,
+    memdir,
+    serve_store,
+    spy_on_pool,
+    wait_for,
+)
 from memdir.server.app import create_app
-from memdir.server.pool import NamespacePool
 from memdir.server.settings import ServerSettings
 from memdir.workspace import Workspace
 
@@ -93,29 +100,9 @@ def test_a_key_revoked_while_the_server_runs_is_refused(served: Served) -> None:
         assert client.get("/v1/whoami").status_code == 200
 
 
-def _expire(served: Served, key_id: str) -> None:
-    """Move a key's expiry into the past (as if it had run out), before it is ever used."""
-    past = datetime.now(UTC) - timedelta(minutes=5)
-    if served.store == "files":
-        path = Path(served.workspace) / ".memdir-server" / "keys.json"
-        document = json.loads(path.read_text())
-        for record in document["keys"]:
-            if record["key_id"] == key_id:
-                record["expires_at"] = past.isoformat()
-        path.write_text(json.dumps(document))
-        return
-    ws = Workspace(served.workspace, create=False)
-    schema = ws.store.db.schema  # type: ignore[attr-defined]
-    ws.store.db.transaction(  # type: ignore[attr-defined]
-        lambda cur: cur.execute(
-            f'UPDATE "{schema}".api_keys SET expires_at = %s WHERE key_id = %s', (past, key_id)
-        )
-    )
-
-
 def test_an_expired_key_is_refused(served: Served) -> None:
     made = create_key(served.workspace, "acme", "write", "--expires", "30d")
-    _expire(served, made["key_id"])
+    expire_key(served, made["key_id"])
     with served.server.client(made["key"]) as client:
         response = wait_for(
             lambda: (r := client.get("/v1/whoami")).status_code == 401 and r,
@@ -254,14 +241,7 @@ def test_a_refused_namespace_never_reaches_the_store(tmp_path: Path) -> None:
     where = str(tmp_path / "ws")
     key = create_key(where, "acme", "admin")["key"]
     app = create_app(ServerSettings(workspace=where))
-    calls: list[str] = []
-
-    class Spy(NamespacePool):
-        def get(self, ns: str, *, create: bool) -> Workspace | None:
-            calls.append(ns)
-            return super().get(ns, create=create)
-
-    app.state.memdir.pool = Spy(app.state.memdir.root)
+    calls = spy_on_pool(app)
     transport = httpx.ASGITransport(app=app)
 
     async def probe() -> list[int]:

@@ -15,10 +15,12 @@ from typing import Any
 import pytest
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
+from starlette.routing import Route
 
 from _server import Served, serve_store
 from memdir.server.app import create_app
 from memdir.server.auth import Scope
+from memdir.server.mcp_http import McpEndpoint
 from memdir.server.policy import (
     MemdirRouter,
     Policy,
@@ -30,6 +32,9 @@ from memdir.server.settings import ServerSettings
 
 PUBLIC = {"/healthz", "/readyz"}
 NOT_API = {"/openapi.json"}  # FastAPI's own document (no memory in it)
+# Endpoints that are not API routes, and what they must be: /mcp checks the key and the
+# namespace itself (tests/test_server_mcp.py), then hands over to the MCP SDK.
+ALLOWED_ENDPOINTS: dict[str, type] = {"/mcp": McpEndpoint}
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 ROUTES_DIR = Path(__file__).parent.parent / "src" / "memdir" / "server" / "routes"
 
@@ -46,7 +51,11 @@ def violations(app: FastAPI) -> list[str]:
     for route in app.routes:
         path = getattr(route, "path", "?")
         if not isinstance(route, APIRoute):
-            if path not in NOT_API:
+            allowed = ALLOWED_ENDPOINTS.get(path)
+            if allowed is not None:
+                if not (isinstance(route, Route) and isinstance(route.endpoint, allowed)):
+                    found.append(f"{path}: not the {allowed.__name__} it must be")
+            elif path not in NOT_API:
                 found.append(f"{path}: not an API route and not allowed")
             continue
         if not isinstance(route, PolicyRoute):
@@ -87,6 +96,7 @@ def test_the_walk_finds_each_kind_of_escape() -> None:
 
     plain = APIRouter()
     plain.add_api_route("/v1/open", write, methods=["GET"])
+    plain.routes.append(Route("/mcp", write))  # a plain endpoint where /mcp must be
     router = MemdirRouter()
     router.add("POST", "/v1/readwrite", write, policy=Policy(scope=Scope.READ))
     router.add("GET", "/v1/namespaces/{ns}/raw", search, policy=Policy(scope=Scope.READ))
@@ -100,6 +110,7 @@ def test_the_walk_finds_each_kind_of_escape() -> None:
         "/v1/namespaces/{ns}/raw: the namespace is not checked",
         "/v1/namespaces/{ns}/raw: the handler takes the raw namespace",
         "/v1/status: public but not in the allow-list",
+        "/mcp: not the McpEndpoint it must be",
     ):
         assert expected in found
 

@@ -20,6 +20,7 @@ import json
 import re
 import sys
 from collections import deque
+from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
@@ -115,8 +116,9 @@ def run_http(server: Any, *, host: str, port: int, major: int, log_level: str) -
     anyio.run(uvicorn.Server(config).serve)
 
 
-Scope = dict[str, Any]
-Message = dict[str, Any]
+# As Starlette spells them, so that the middleware wraps its applications.
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
 
 
 class ValidUnicodeBodies:

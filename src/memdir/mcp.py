@@ -19,12 +19,12 @@ class is ``FastMCP`` in v1 and ``MCPServer`` in v2; :func:`_sdk` is the only pla
 
 import importlib
 import inspect
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from memdir._mcp_wire import run_http, run_stdio
+from memdir._net import is_loopback_host
 from memdir.errors import ConfigError, MemdirError
 from memdir.memory._answer import valid_unicode
 from memdir.store.workspace import Workspace
@@ -39,9 +39,7 @@ from memdir.tools import (
     session_search,
 )
 
-__all__ = ["INSTALL_HINT", "SERVER_NAME", "create_server", "serve"]
-
-logger = logging.getLogger("memdir.mcp")
+__all__ = ["INSTALL_HINT", "SERVER_NAME", "check_transport", "create_server", "serve"]
 
 SERVER_NAME = "memdir"
 INSTALL_HINT = "the MCP server needs the 'mcp' package: pip install 'memdir[mcp]'"
@@ -277,15 +275,31 @@ def serve(
     Args:
         workspace: the workspace to serve (default: the configured one).
         transport: ``"stdio"`` (what desktop clients launch) or ``"http"`` (streamable HTTP
-            at ``http://HOST:PORT/mcp``; there is no authentication, so keep it on loopback).
-        host: interface to listen on for ``http``.
+            at ``http://HOST:PORT/mcp``, without authentication: loopback only; ``memdir
+            serve`` serves MCP to other hosts, with a key per tenant).
+        host: interface to listen on for ``http``: a loopback address or ``localhost``.
         port: port to listen on for ``http``.
         read_only: expose the tools that only read (all but ``memory_add``).
 
     Raises:
         ConfigError: the ``mcp`` package is not installed, or the transport, host or port is
-            not usable.
+            not usable (``http`` on a host other than loopback).
         WorkspaceError: the workspace cannot be opened.
+    """
+    check_transport(transport, host, port)
+    server = create_server(workspace, read_only=read_only)
+    if transport == "stdio":
+        run_stdio(server)
+        return
+    run_http(server, host=host, port=port, major=_sdk().major, log_level=_LOG_LEVEL)
+
+
+def check_transport(transport: str, host: str, port: int) -> None:
+    """Check the arguments of :func:`serve` before anything starts.
+
+    Raises:
+        ConfigError: an unknown transport, a port out of range, or ``http`` on a host other
+            than loopback (it has no authentication: ``memdir serve`` serves MCP with keys).
     """
     if transport not in ("stdio", "http"):
         raise ConfigError(f"unknown MCP transport {transport!r}: use 'stdio' or 'http'")
@@ -293,10 +307,9 @@ def serve(
         raise ConfigError(f"port must be an int from 1 to 65535, not {port!r}")
     if not isinstance(host, str) or not host.strip():
         raise ConfigError(f"host must be an interface name or address, not {host!r}")
-    server = create_server(workspace, read_only=read_only)
-    if transport == "stdio":
-        run_stdio(server)
-        return
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        logger.warning("serving memory over HTTP on %s without authentication", host)
-    run_http(server, host=host, port=port, major=_sdk().major, log_level=_LOG_LEVEL)
+    if transport == "http" and not is_loopback_host(host):
+        raise ConfigError(
+            "MCP over HTTP without keys (memdir mcp --transport http) listens on loopback "
+            f"only (127.0.0.1, ::1, localhost), not {host}: to serve MCP to other hosts, run "
+            "memdir serve (a key per tenant; MCP at /mcp)"
+        )

@@ -20,7 +20,10 @@ from memdir.cli._common import EXIT_HELP, CliState, info, pass_state
     help="stdio for desktop clients; http serves streamable HTTP at http://HOST:PORT/mcp.",
 )
 @click.option(
-    "--host", default="127.0.0.1", show_default=True, help="Interface for --transport http."
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface for --transport http: loopback only (memdir serve serves other hosts).",
 )
 @click.option(
     "--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port for http."
@@ -42,11 +45,12 @@ def mcp_cmd(
     Needs the optional 'mcp' package (pip install 'memdir[mcp]'). Logs go to stderr; on
     stdio, stdout carries the protocol. See docs/mcp.md for client setup.
     """
-    from memdir.mcp import _sdk, serve
+    from memdir.mcp import _sdk, check_transport, serve
 
     if not state.verbose:
         # The SDK logs every request at INFO; keep stderr for warnings unless -v was given.
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    check_transport(transport, host, port)
     ws = state.workspace(create=False)
     _sdk()  # without the mcp package, the error is all that is printed
     where = "stdio" if transport == "stdio" else f"http://{host}:{port}/mcp"

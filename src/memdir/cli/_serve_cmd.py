@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import ipaddress
-
 import click
 
+from memdir._net import is_loopback_host
 from memdir.cli._common import EXIT_HELP, CliState, info, own_workspace_option, pass_state
 from memdir.cli._ingest_cmd import model_option
 from memdir.errors import ConfigError
@@ -14,15 +13,6 @@ from memdir.server.settings import IMPORT_LIMIT_MAX
 __all__ = ["serve_cmd"]
 
 _INSTALL = "memdir serve needs the server extra: pip install 'memdir[server]'"
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @click.command("serve", epilog=EXIT_HELP)
@@ -115,7 +105,8 @@ def serve_cmd(
     import_limit: int,
     import_max_files: int,
 ) -> None:
-    """Serve the workspace's namespaces over HTTP (REST under /v1) to the holders of keys.
+    """Serve the workspace's namespaces over HTTP (REST under /v1, MCP at /mcp) to the
+    holders of keys.
 
     Each key (memdir keys create) reaches its tenant's namespaces, '<tenant>.*'. Prints
     'memdir serve: listening on URL' on stdout when ready; the access log (JSON, without
@@ -123,6 +114,7 @@ def serve_cmd(
     """
     try:
         import fastapi  # noqa: F401
+        import mcp.server.mcpserver  # noqa: F401  (MCP at /mcp: the SDK's v2)
         import uvicorn  # noqa: F401
     except ImportError:
         raise ConfigError(_INSTALL) from None
@@ -150,7 +142,7 @@ def serve_cmd(
         import_limit=import_limit,
         import_max_files=import_max_files,
     )
-    if not _is_loopback(host) and settings.scheme == "http":
+    if not is_loopback_host(host) and settings.scheme == "http":
         info(
             f"memdir serve: listening on {host} without TLS: keys would cross the network in "
             "clear; put a TLS proxy in front, or pass --ssl-certfile and --ssl-keyfile"

@@ -3,7 +3,8 @@
 Middleware, outermost first: the access log (and request id), the catch-all that turns an
 unexpected exception into a 500 problem, the body limits, then FastAPI's exception handlers
 and the routes. The lifespan loads the keys before the first request and polls the
-key store about once a second, so a revoked key is refused within about two seconds.
+key store about once a second, so a revoked key is refused within about two seconds. MCP is
+served at ``/mcp`` (:mod:`memdir.server.mcp_http`), whose SDK servers run in the lifespan too.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from memdir.server.accesslog import AccessLogMiddleware
 from memdir.server.auth import KeyAuthenticator, open_key_store
 from memdir.server.jobs import JobRunner
 from memdir.server.limits import BodyLimitMiddleware
+from memdir.server.mcp_http import McpEndpoint
 from memdir.server.models import model_factory
 from memdir.server.openapi import install_openapi
 from memdir.server.pool import NamespacePool
@@ -67,6 +69,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         jobs=JobRunner(threads=settings.job_threads, timeout=settings.job_timeout),
         model=model_factory(settings.model),
     )
+    mcp = McpEndpoint(state)
     app = FastAPI(
         title="memdir",
         version=__version__,
@@ -74,12 +77,13 @@ def create_app(settings: ServerSettings) -> FastAPI:
         openapi_url="/openapi.json",
         docs_url=None,
         redoc_url=None,
-        routes=_routes(),
+        routes=[*_routes(), mcp.route],
         generate_unique_id_function=lambda route: route.name,
         lifespan=_lifespan,
     )
     app.state.memdir = state
     install_openapi(app)
+    app.state.mcp = mcp
     app.add_middleware(BodyLimitMiddleware, routes=app.routes, default=settings.body_limit)
     install_problem_handlers(app)
     app.add_middleware(AccessLogMiddleware, log_namespaces=settings.log_namespaces)
@@ -102,7 +106,8 @@ def preflight(settings: ServerSettings) -> None:
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     state: ServerState = app.state.memdir
     await _poll_once(state, failing=False)  # the keys are read before the first request
-    async with anyio.create_task_group() as tasks:
+    mcp: McpEndpoint = app.state.mcp
+    async with mcp.running(), anyio.create_task_group() as tasks:
         tasks.start_soon(_poll_keys, state)
         try:
             yield

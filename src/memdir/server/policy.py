@@ -44,7 +44,9 @@ __all__ = [
     "PolicyRoute",
     "PrincipalGuard",
     "Scope",
+    "authenticate",
     "bound_namespace",
+    "check_reach",
     "require_principal",
 ]
 
@@ -113,6 +115,17 @@ async def _authenticate(state: ServerState, token: str | None) -> Principal:
     return auth.verify(token, record)
 
 
+async def authenticate(state: ServerState, token: str | None) -> Principal:
+    """The principal of a bearer ``token``, checked as every route checks it (for ``/mcp``,
+    whose requests are not routes of their own).
+
+    Raises:
+        AuthError: no key, or one that is not valid, revoked or expired.
+        ProblemError: 503, the keys cannot be read.
+    """
+    return await _authenticate(state, token)
+
+
 def _bearer(request: Request) -> str | None:
     header = request.headers.get("authorization")
     if header is None:
@@ -155,6 +168,22 @@ class Bound:
     ws: Workspace
 
 
+def check_reach(principal: Principal, ns: str) -> None:
+    """Refuse ``ns`` unless it is a valid name the key reaches; the store is not touched.
+
+    Raises:
+        InvalidInput: 422, a name that can never exist.
+        NamespaceNotFound: 404, a name out of the key's reach (the answer for a namespace
+            that does not exist).
+    """
+    try:
+        validate_namespace(ns)
+    except ConfigError as exc:
+        raise InvalidInput(str(exc)) from None
+    if not principal.grant.allows(ns):
+        raise NamespaceNotFound(ns)
+
+
 def bound_namespace(request: Request, ns: str) -> Bound:
     """The namespace of the path, checked against the key before the store is touched.
 
@@ -163,12 +192,7 @@ def bound_namespace(request: Request, ns: str) -> Bound:
     is a 404.
     """
     principal = current_principal(request)
-    try:
-        validate_namespace(ns)
-    except ConfigError as exc:
-        raise InvalidInput(str(exc)) from None
-    if not principal.grant.allows(ns):
-        raise NamespaceNotFound(ns)
+    check_reach(principal, ns)
     ws = server_state(request).pool.get(ns, create=request.method not in SAFE_METHODS)
     if ws is None:
         raise NamespaceNotFound(ns)
