@@ -2,17 +2,45 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from functools import partial
+
 import click
 
 from memdir._net import is_loopback_host
-from memdir.cli._common import EXIT_HELP, CliState, info, own_workspace_option, pass_state
+from memdir.cli._common import (
+    EXIT_HELP,
+    CliState,
+    ParsedType,
+    info,
+    own_workspace_option,
+    pass_state,
+)
 from memdir.cli._ingest_cmd import model_option
+from memdir.cli._maintain_cmds import parse_duration, retention_options
 from memdir.errors import ConfigError
 from memdir.server.settings import IMPORT_LIMIT_MAX
 
 __all__ = ["serve_cmd"]
 
 _INSTALL = "memdir serve needs the server extra: pip install 'memdir[server]'"
+
+
+def _seconds(text: str, *, allow_zero: bool = False) -> float:
+    """A duration option: seconds (``90``, ``0.5``) or a duration (``90s``, ``30m``, ``6h``)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        return parse_duration(text, allow_zero=allow_zero).total_seconds()
+    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
+        raise ConfigError(f"the duration {text!r} must be positive")
+    return seconds
+
+
+def _duration(*, allow_zero: bool = False) -> ParsedType:
+    parse: Callable[[str], float] = partial(_seconds, allow_zero=allow_zero)
+    return ParsedType("duration", parse)
 
 
 @click.command("serve", epilog=EXIT_HELP)
@@ -88,6 +116,43 @@ _INSTALL = "memdir serve needs the server extra: pip install 'memdir[server]'"
     show_default=True,
     help="The most files an imported archive may hold.",
 )
+@click.option(
+    "--no-maintenance",
+    is_flag=True,
+    help="Do not maintain the namespaces in the background (run memdir maintain "
+    "--all-namespaces from cron instead).",
+)
+@click.option(
+    "--sweep-interval",
+    type=_duration(),
+    default="60",
+    show_default=True,
+    help="Time between two passes of the background maintenance over every namespace "
+    "(seconds, or 30s, 5m...).",
+)
+@click.option(
+    "--sweep-lease",
+    type=_duration(),
+    default="120",
+    show_default=True,
+    help="How long the sweep lease lasts unrenewed: another replica takes the passes over "
+    "that long after the sweeping one died on another host.",
+)
+@click.option(
+    "--maintenance-interval",
+    type=_duration(),
+    default="6h",
+    show_default=True,
+    help="Time between two full maintenance runs of a namespace.",
+)
+@click.option(
+    "--consolidation-gap",
+    type=_duration(allow_zero=True),
+    default="30m",
+    show_default=True,
+    help="The least time between two consolidations of a namespace asked for by flushes.",
+)
+@retention_options
 @pass_state
 def serve_cmd(
     state: CliState,
@@ -104,6 +169,13 @@ def serve_cmd(
     job_threads: int,
     import_limit: int,
     import_max_files: int,
+    no_maintenance: bool,
+    sweep_interval: float,
+    sweep_lease: float,
+    maintenance_interval: float,
+    consolidation_gap: float,
+    retention_days: int,
+    session_retention_days: int,
 ) -> None:
     """Serve the workspace's namespaces over HTTP (REST under /v1, MCP at /mcp) to the
     holders of keys.
@@ -141,6 +213,13 @@ def serve_cmd(
         job_threads=job_threads,
         import_limit=import_limit,
         import_max_files=import_max_files,
+        maintenance=not no_maintenance,
+        sweep_interval=sweep_interval,
+        sweep_lease=sweep_lease,
+        maintenance_interval=maintenance_interval,
+        consolidation_gap=consolidation_gap,
+        retention_days=retention_days,
+        session_retention_days=session_retention_days,
     )
     if not is_loopback_host(host) and settings.scheme == "http":
         info(

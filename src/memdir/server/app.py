@@ -4,7 +4,8 @@ Middleware, outermost first: the access log (and request id), the catch-all that
 unexpected exception into a 500 problem, the body limits, then FastAPI's exception handlers
 and the routes. The lifespan loads the keys before the first request and polls the
 key store about once a second, so a revoked key is refused within about two seconds. MCP is
-served at ``/mcp`` (:mod:`memdir.server.mcp_http`), whose SDK servers run in the lifespan too.
+served at ``/mcp`` (:mod:`memdir.server.mcp_http`), whose SDK servers run in the lifespan too,
+as does the background maintenance (:mod:`memdir.server.maintenance`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from memdir.server.accesslog import AccessLogMiddleware
 from memdir.server.auth import KeyAuthenticator, open_key_store
 from memdir.server.jobs import JobRunner
 from memdir.server.limits import BodyLimitMiddleware
+from memdir.server.maintenance import MaintenanceSweeper
 from memdir.server.mcp_http import McpEndpoint
 from memdir.server.models import model_factory
 from memdir.server.openapi import install_openapi
@@ -61,13 +63,20 @@ def create_app(settings: ServerSettings) -> FastAPI:
         ConfigError: the model cannot be made.
     """
     root = Workspace(settings.workspace, create=True)
+    jobs = JobRunner(threads=settings.job_threads, timeout=settings.job_timeout)
+    model = model_factory(settings.model)
     state = ServerState(
         settings=settings,
         root=root,
         authenticator=KeyAuthenticator(open_key_store(root)),
         pool=NamespacePool(root),
-        jobs=JobRunner(threads=settings.job_threads, timeout=settings.job_timeout),
-        model=model_factory(settings.model),
+        jobs=jobs,
+        model=model,
+        sweeper=(
+            MaintenanceSweeper(root=root, jobs=jobs, model=model, settings=settings)
+            if settings.maintenance
+            else None
+        ),
     )
     mcp = McpEndpoint(state)
     app = FastAPI(
@@ -107,11 +116,17 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     state: ServerState = app.state.memdir
     await _poll_once(state, failing=False)  # the keys are read before the first request
     mcp: McpEndpoint = app.state.mcp
+    sweeper = state.sweeper
     async with mcp.running(), anyio.create_task_group() as tasks:
         tasks.start_soon(_poll_keys, state)
+        if sweeper is not None:
+            await sweeper.start()
+            tasks.start_soon(sweeper.run)
         try:
             yield
         finally:
+            if sweeper is not None:
+                await sweeper.stop(state.settings.graceful_timeout)
             tasks.cancel_scope.cancel()
     await anyio.to_thread.run_sync(_close_indexes)
 

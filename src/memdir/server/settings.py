@@ -12,9 +12,13 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Final
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Final
 
 from memdir.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memdir.memory import MaintenanceConfig
 
 __all__ = ["CONFIG_ENV", "IMPORT_LIMIT_MAX", "ServerSettings"]
 
@@ -47,6 +51,15 @@ class ServerSettings:
         job_threads: jobs running at once in one process (each tenant runs one at a time).
         import_limit: the largest archive an import takes, in bytes, sent and unpacked.
         import_max_files: the most files an imported archive may hold.
+        maintenance: maintain the tenants' namespaces in the background (see
+            :mod:`memdir.server.maintenance`); off when a cron job runs ``memdir maintain``.
+        sweep_interval: seconds between two passes over every namespace.
+        sweep_lease: seconds the sweep lease lasts without renewal: how soon another replica
+            takes over the passes when the sweeping one dies.
+        maintenance_interval: seconds between two full maintenance runs of a namespace.
+        consolidation_gap: the least seconds between two consolidations a flush asked for.
+        retention_days: ledgers older than this many days move to ``memory/archive/``.
+        session_retention_days: session logs older than this many days are deleted.
     """
 
     workspace: str
@@ -65,6 +78,13 @@ class ServerSettings:
     job_threads: int = 4
     import_limit: int = 256 << 20
     import_max_files: int = 10_000
+    maintenance: bool = True
+    sweep_interval: float = 60.0
+    sweep_lease: float = 120.0
+    maintenance_interval: float = 6 * 3600.0
+    consolidation_gap: float = 30 * 60.0
+    retention_days: int = 90
+    session_retention_days: int = 180
 
     def __post_init__(self) -> None:
         if not isinstance(self.workspace, str) or not self.workspace.strip():
@@ -75,7 +95,14 @@ class ServerSettings:
             raise ConfigError(f"--port must be 0 to 65535, not {self.port}")
         if not 1 <= self.workers <= 256:
             raise ConfigError(f"--workers must be 1 to 256, not {self.workers}")
-        for name in ("graceful_timeout", "key_poll_seconds", "job_timeout"):
+        for name in (
+            "graceful_timeout",
+            "key_poll_seconds",
+            "job_timeout",
+            "sweep_interval",
+            "sweep_lease",
+            "maintenance_interval",
+        ):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"{name} must be a positive number of seconds, not {value}")
@@ -97,6 +124,13 @@ class ServerSettings:
             )
         if self.import_max_files < 1:
             raise ConfigError(f"--import-max-files must be positive, not {self.import_max_files}")
+        if not (math.isfinite(self.consolidation_gap) and self.consolidation_gap >= 0):
+            raise ConfigError(
+                f"--consolidation-gap must be 0 or more seconds, not {self.consolidation_gap}"
+            )
+        for name in ("retention_days", "session_retention_days"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1 day, not {getattr(self, name)}")
         if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
             raise ConfigError("--ssl-certfile and --ssl-keyfile go together")
 
@@ -104,6 +138,21 @@ class ServerSettings:
     def scheme(self) -> str:
         """``https`` with a certificate, else ``http``."""
         return "https" if self.ssl_certfile else "http"
+
+    @property
+    def maintenance_config(self) -> MaintenanceConfig:
+        """The maintenance of a namespace, as these settings define it."""
+        from memdir.memory import MaintenanceConfig
+
+        return MaintenanceConfig(
+            interval=timedelta(seconds=self.maintenance_interval),
+            consolidation_min_gap=timedelta(seconds=self.consolidation_gap),
+            daily_file_retention_days=self.retention_days,
+            session_retention_days=self.session_retention_days,
+            max_memory_tokens=self.max_memory_tokens,
+            # the vectors of a run stop in time for the rest of the job to end within its timeout
+            embed_time_budget=timedelta(seconds=min(300.0, self.job_timeout / 2)),
+        )
 
     def to_env(self) -> str:
         """The settings as the JSON of ``$MEMDIR_SERVE_CONFIG``."""

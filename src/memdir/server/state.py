@@ -9,6 +9,7 @@ from fastapi import Request
 
 from memdir.server.auth import KeyAuthenticator
 from memdir.server.jobs import JobRunner
+from memdir.server.maintenance import MaintenanceSweeper
 from memdir.server.models import ModelFactory
 from memdir.server.pool import NamespacePool
 from memdir.server.settings import ServerSettings
@@ -28,6 +29,7 @@ class ServerState:
         pool: the namespaces opened so far.
         jobs: runs flushes, compactions, consolidations, maintenance, import and export.
         model: makes the model of a job.
+        sweeper: maintains the namespaces in the background (``None``: ``--no-maintenance``).
         readiness: when readiness was last checked (``time.monotonic()``) and why the server
             was not ready then (``None``: it was).
     """
@@ -38,6 +40,7 @@ class ServerState:
     pool: NamespacePool
     jobs: JobRunner
     model: ModelFactory
+    sweeper: MaintenanceSweeper | None = None
     readiness: tuple[float, str | None] = (float("-inf"), None)
 
 
