@@ -153,6 +153,25 @@ def _duration(*, allow_zero: bool = False) -> ParsedType:
     help="The least time between two consolidations of a namespace asked for by flushes.",
 )
 @retention_options
+@click.option(
+    "--jwks-url",
+    help="Also take bearer JWTs signed by the keys published at this https:// URL (the "
+    "identity provider's JWKS); needs --jwt-issuer and --jwt-audience.",
+)
+@click.option("--jwt-issuer", help="The iss a JWT must have.")
+@click.option("--jwt-audience", help="The aud a JWT must have (this server's).")
+@click.option(
+    "--jwt-tenant-claim",
+    default="memdir_tenant",
+    show_default=True,
+    help="The claim of a JWT naming its tenant.",
+)
+@click.option(
+    "--jwt-namespace-claim",
+    default="memdir_namespace",
+    show_default=True,
+    help="The claim of a JWT naming the one namespace it reaches (optional in a token).",
+)
 @pass_state
 def serve_cmd(
     state: CliState,
@@ -176,11 +195,19 @@ def serve_cmd(
     consolidation_gap: float,
     retention_days: int,
     session_retention_days: int,
+    jwks_url: str | None,
+    jwt_issuer: str | None,
+    jwt_audience: str | None,
+    jwt_tenant_claim: str,
+    jwt_namespace_claim: str,
 ) -> None:
     """Serve the workspace's namespaces over HTTP (REST under /v1, MCP at /mcp) to the
     holders of keys.
 
-    Each key (memdir keys create) reaches its tenant's namespaces, '<tenant>.*'. Prints
+    Each key (memdir keys create) reaches its tenant's namespaces, '<tenant>.*'. With
+    --jwks-url, --jwt-issuer and --jwt-audience, bearer JWTs of that identity provider are
+    taken too: the claim memdir_tenant names the tenant, scope names memdir:read, memdir:write
+    or memdir:admin, memdir_namespace (optional) one namespace. Prints
     'memdir serve: listening on URL' on stdout when ready; the access log (JSON, without
     memory text, queries or keys) goes to stderr. SIGTERM or Ctrl-C stops it gracefully.
     """
@@ -220,6 +247,11 @@ def serve_cmd(
         consolidation_gap=consolidation_gap,
         retention_days=retention_days,
         session_retention_days=session_retention_days,
+        jwks_url=jwks_url,
+        jwt_issuer=jwt_issuer,
+        jwt_audience=jwt_audience,
+        jwt_tenant_claim=jwt_tenant_claim,
+        jwt_namespace_claim=jwt_namespace_claim,
     )
     if not is_loopback_host(host) and settings.scheme == "http":
         info(

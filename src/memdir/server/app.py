@@ -23,7 +23,7 @@ from fastapi import FastAPI
 from memdir import __version__
 from memdir.errors import MemdirError
 from memdir.server.accesslog import AccessLogMiddleware
-from memdir.server.auth import KeyAuthenticator, open_key_store
+from memdir.server.auth import JwtAuthenticator, KeyAuthenticator, open_key_store
 from memdir.server.jobs import JobRunner
 from memdir.server.limits import BodyLimitMiddleware
 from memdir.server.maintenance import MaintenanceSweeper
@@ -77,6 +77,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             if settings.maintenance
             else None
         ),
+        jwt=_jwt_authenticator(settings),
     )
     mcp = McpEndpoint(state)
     app = FastAPI(
@@ -97,6 +98,19 @@ def create_app(settings: ServerSettings) -> FastAPI:
     install_problem_handlers(app)
     app.add_middleware(AccessLogMiddleware, log_namespaces=settings.log_namespaces)
     return app
+
+
+def _jwt_authenticator(settings: ServerSettings) -> JwtAuthenticator | None:
+    if settings.jwks_url is None:
+        return None
+    assert settings.jwt_issuer is not None and settings.jwt_audience is not None
+    return JwtAuthenticator(
+        jwks_url=settings.jwks_url,
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
+        tenant_claim=settings.jwt_tenant_claim,
+        namespace_claim=settings.jwt_namespace_claim,
+    )
 
 
 def preflight(settings: ServerSettings) -> None:

@@ -14,7 +14,9 @@ import os
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
+from memdir._net import is_loopback_host
 from memdir.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -60,6 +62,13 @@ class ServerSettings:
         consolidation_gap: the least seconds between two consolidations a flush asked for.
         retention_days: ledgers older than this many days move to ``memory/archive/``.
         session_retention_days: session logs older than this many days are deleted.
+        jwks_url: take bearer JWTs signed by the keys published here (``https://``; ``None``:
+            memdir keys only); needs ``jwt_issuer`` and ``jwt_audience``.
+        jwt_issuer: the ``iss`` a JWT must have.
+        jwt_audience: the ``aud`` a JWT must have.
+        jwt_tenant_claim: the claim of a JWT naming its tenant.
+        jwt_namespace_claim: the claim of a JWT naming the one namespace it reaches (optional
+            in a token).
     """
 
     workspace: str
@@ -85,6 +94,11 @@ class ServerSettings:
     consolidation_gap: float = 30 * 60.0
     retention_days: int = 90
     session_retention_days: int = 180
+    jwks_url: str | None = None
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    jwt_tenant_claim: str = "memdir_tenant"
+    jwt_namespace_claim: str = "memdir_namespace"
 
     def __post_init__(self) -> None:
         if not isinstance(self.workspace, str) or not self.workspace.strip():
@@ -133,6 +147,29 @@ class ServerSettings:
                 raise ConfigError(f"{name} must be at least 1 day, not {getattr(self, name)}")
         if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
             raise ConfigError("--ssl-certfile and --ssl-keyfile go together")
+        self._check_jwt()
+
+    def _check_jwt(self) -> None:
+        given = [self.jwks_url, self.jwt_issuer, self.jwt_audience]
+        if all(value is None for value in given):
+            return
+        if any(not value for value in given):
+            raise ConfigError(
+                "JWTs need --jwks-url, --jwt-issuer and --jwt-audience together (a token of "
+                "the issuer for another audience must not reach this server)"
+            )
+        assert self.jwks_url is not None
+        url = urlsplit(self.jwks_url)
+        if url.scheme != "https" and not (
+            url.scheme == "http" and is_loopback_host(url.hostname or "")
+        ):
+            raise ConfigError(
+                f"--jwks-url must be https:// (http:// only on loopback), not {self.jwks_url!r}: "
+                "whoever can change the keys on the way could sign tokens of any tenant"
+            )
+        for name in ("jwt_tenant_claim", "jwt_namespace_claim"):
+            if not getattr(self, name).strip():
+                raise ConfigError(f"--{name.replace('_', '-')} must name a claim")
 
     @property
     def scheme(self) -> str:

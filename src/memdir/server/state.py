@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
-from memdir.server.auth import KeyAuthenticator
+from memdir.server.auth import JwtAuthenticator, KeyAuthenticator
 from memdir.server.jobs import JobRunner
 from memdir.server.maintenance import MaintenanceSweeper
 from memdir.server.models import ModelFactory
@@ -29,6 +29,7 @@ class ServerState:
         pool: the namespaces opened so far.
         jobs: runs flushes, compactions, consolidations, maintenance, import and export.
         model: makes the model of a job.
+        jwt: bearer JWTs to principals (``None``: no ``--jwks-url``, keys only).
         sweeper: maintains the namespaces in the background (``None``: ``--no-maintenance``).
         readiness: when readiness was last checked (``time.monotonic()``) and why the server
             was not ready then (``None``: it was).
@@ -41,6 +42,7 @@ class ServerState:
     jobs: JobRunner
     model: ModelFactory
     sweeper: MaintenanceSweeper | None = None
+    jwt: JwtAuthenticator | None = None
     readiness: tuple[float, str | None] = (float("-inf"), None)
 
 
