@@ -82,11 +82,13 @@ class ServerProcess:
     Args:
         workspace: a directory or a ``postgresql://`` URL.
         args: more options of ``memdir serve``.
+        env: more environment variables of the server process.
     """
 
-    def __init__(self, workspace: str, *args: str) -> None:
+    def __init__(self, workspace: str, *args: str, env: dict[str, str] | None = None) -> None:
         self.workspace = workspace
         self.args = args
+        self.env = env or {}
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -101,7 +103,7 @@ class ServerProcess:
             stderr=subprocess.PIPE,
             text=True,
             encoding="utf-8",
-            env=dict(os.environ),
+            env={**os.environ, **self.env},
         )  # fmt: skip
         threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
         threading.Thread(target=self._keep, args=(self.proc.stderr,), daemon=True).start()

@@ -61,6 +61,8 @@ def violations(app: FastAPI) -> list[str]:
             found.append(f"{path}: a read-scope route takes {sorted(methods)}")
         if methods & WRITE_METHODS and (policy.scope is None or policy.scope < Scope.WRITE):
             found.append(f"{path}: a write method without write scope")
+        if methods & WRITE_METHODS and not policy.idempotent:
+            found.append(f"{path}: a write that takes no Idempotency-Key")
         if "{ns}" in path:
             if bound_namespace not in list(_calls(route.dependant)):
                 found.append(f"{path}: the namespace is not checked by bound_namespace")
@@ -95,6 +97,7 @@ def test_the_walk_finds_each_kind_of_escape() -> None:
         "/v1/open: has no policy",
         "/v1/readwrite: a read-scope route takes ['POST']",
         "/v1/readwrite: a write method without write scope",
+        "/v1/readwrite: a write that takes no Idempotency-Key",
         "/v1/namespaces/{ns}/raw: the namespace is not checked",
         "/v1/namespaces/{ns}/raw: the handler takes the raw namespace",
         "/v1/status: public but not in the allow-list",

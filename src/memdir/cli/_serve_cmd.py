@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import ipaddress
+from datetime import timedelta
 
 import click
 
-from memdir.cli._common import EXIT_HELP, CliState, info, own_workspace_option, pass_state
+from memdir.cli._common import (
+    EXIT_HELP,
+    CliState,
+    ParsedType,
+    info,
+    own_workspace_option,
+    pass_state,
+)
+from memdir.cli._maintain_cmds import parse_duration
 from memdir.errors import ConfigError
 
 __all__ = ["serve_cmd"]
@@ -56,6 +65,21 @@ def _is_loopback(host: str) -> bool:
 @click.option(
     "--ssl-keyfile", type=click.Path(exists=True, dir_okay=False), help="Its PEM private key."
 )
+@click.option(
+    "--idempotency-ttl",
+    type=ParsedType("duration", parse_duration),
+    metavar="DURATION",
+    default="24h",
+    show_default=True,
+    help="How long the answer of a write sent with an Idempotency-Key is kept (30m, 24h, 7d).",
+)
+@click.option(
+    "--idempotency-lease",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds before a retry may take over a write whose server stopped answering.",
+)
 @pass_state
 def serve_cmd(
     state: CliState,
@@ -66,6 +90,8 @@ def serve_cmd(
     log_namespaces: bool,
     ssl_certfile: str | None,
     ssl_keyfile: str | None,
+    idempotency_ttl: timedelta,
+    idempotency_lease: float,
 ) -> None:
     """Serve the workspace's namespaces over HTTP (REST under /v1) to the holders of keys.
 
@@ -95,6 +121,8 @@ def serve_cmd(
         log_namespaces=log_namespaces,
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
+        idempotency_ttl=idempotency_ttl.total_seconds(),
+        idempotency_lease=idempotency_lease,
     )
     if not _is_loopback(host) and settings.scheme == "http":
         info(

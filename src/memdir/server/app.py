@@ -22,6 +22,7 @@ from memdir import __version__
 from memdir.errors import MemdirError
 from memdir.server.accesslog import AccessLogMiddleware
 from memdir.server.auth import KeyAuthenticator, open_key_store
+from memdir.server.idempotency import open_idempotency_store
 from memdir.server.limits import BodyLimitMiddleware
 from memdir.server.pool import NamespacePool
 from memdir.server.problems import install_problem_handlers
@@ -32,6 +33,7 @@ from memdir.store.workspace import Workspace
 __all__ = ["app_from_env", "create_app", "preflight"]
 
 logger = logging.getLogger("memdir.server")
+_PURGE_SECONDS = 600.0
 
 
 def _routes() -> list[Any]:
@@ -58,6 +60,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         root=root,
         authenticator=KeyAuthenticator(open_key_store(root)),
         pool=NamespacePool(root),
+        idempotency=open_idempotency_store(root),
     )
     app = FastAPI(
         title="memdir",
@@ -93,6 +96,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     await _poll_once(state, failing=False)  # the keys are read before the first request
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(_poll_keys, state)
+        tasks.start_soon(_purge_idempotency, state)
         try:
             yield
         finally:
@@ -118,6 +122,16 @@ async def _poll_once(state: ServerState, *, failing: bool) -> bool:
             logger.warning("cannot read the keys (%s): %s", type(exc).__name__, exc)
         return True
     return False
+
+
+async def _purge_idempotency(state: ServerState) -> None:
+    """Delete the expired idempotency records every few minutes."""
+    while True:
+        await anyio.sleep(min(state.settings.idempotency_ttl, _PURGE_SECONDS))
+        try:
+            await anyio.to_thread.run_sync(state.idempotency.purge)
+        except (MemdirError, OSError) as exc:
+            logger.warning("cannot purge idempotency records (%s)", type(exc).__name__)
 
 
 def _close_indexes() -> None:

@@ -12,17 +12,20 @@ route and fails if one escapes these rules.
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, TypeVar
 
 import anyio.to_thread
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.routing import APIRoute
 
 from memdir.errors import ConfigError, MemdirError
 from memdir.server.auth import AuthError, Principal, Scope, parse_key
+from memdir.server.guards import before_write, guarded, idempotent_run
+from memdir.server.idempotency import IDEMPOTENCY_HEADER, KEY_PATTERN, LedgerOnce
 from memdir.server.problems import (
     InsufficientScope,
     InvalidInput,
@@ -36,6 +39,7 @@ from memdir.store.namespaces import validate_namespace
 from memdir.store.workspace import Workspace
 
 __all__ = [
+    "AppendOnce",
     "Bound",
     "BoundNamespace",
     "CurrentPrincipal",
@@ -179,8 +183,54 @@ BoundNamespace = Annotated[Bound, Depends(bound_namespace)]
 """A handler parameter: the path's namespace, checked and opened."""
 
 
+def append_once(request: Request, bound: BoundNamespace) -> LedgerOnce:
+    """The ``before_append`` hook of an add: with an ``Idempotency-Key``, an add retried after
+    its server died finds the block it wrote instead of writing it again."""
+    return LedgerOnce(bound.ws, idempotent_run(request))
+
+
+AppendOnce = Annotated[LedgerOnce, Depends(append_once)]
+"""A handler parameter: ``add_memory``'s ``before_append`` for this request."""
+
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias=IDEMPOTENCY_HEADER,
+        pattern=KEY_PATTERN,
+        description="A key of this write (a UUID): sent again with the same request, the "
+        "write is made once and its answer replayed (Idempotency-Replayed: true).",
+    ),
+]
+
+
+def write_gate(policy: Policy, *, namespaced: bool) -> Callable[..., Coroutine[Any, Any, None]]:
+    """The dependency of a write route after its namespace is checked: the idempotency
+    claim and the quota (:func:`memdir.server.guards.before_write`)."""
+
+    async def gate(request: Request, **params: Any) -> None:
+        principal = params["bound"].principal if namespaced else params["principal"]
+        key = params.get("idempotency_key")
+        await before_write(request, principal, key, idempotent=policy.idempotent)
+
+    named = inspect.Parameter.KEYWORD_ONLY
+    parameters = [
+        inspect.Parameter("request", named, annotation=Request),
+        inspect.Parameter("bound", named, annotation=BoundNamespace)
+        if namespaced
+        else inspect.Parameter("principal", named, annotation=CurrentPrincipal),
+    ]
+    if policy.idempotent:
+        parameters.append(
+            inspect.Parameter("idempotency_key", named, default=None, annotation=IdempotencyKey)
+        )
+    gate.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    return gate
+
+
 class PolicyRoute(APIRoute):
-    """A route that carries its :class:`Policy` (taken from its :class:`PrincipalGuard`)."""
+    """A route that carries its :class:`Policy` (taken from its :class:`PrincipalGuard`),
+    its handler wrapped by :func:`memdir.server.guards.guarded`."""
 
     policy: Policy
 
@@ -194,13 +244,17 @@ class PolicyRoute(APIRoute):
         assert isinstance(guards[0], PrincipalGuard)
         self.policy = guards[0].policy
 
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        return guarded(super().get_route_handler())
+
 
 _PROBLEMS: Final = {
     401: "No key, or a key that is not valid.",
     403: "The key's scope does not allow this.",
     404: "Not found (a namespace the key does not reach is not found either).",
+    409: "A request with this Idempotency-Key is still running (Retry-After).",
     413: "The request body is too large.",
-    422: "The request is not valid.",
+    422: "The request is not valid (or its Idempotency-Key was used for another request).",
     503: "The store or the keys cannot be read; try again (Retry-After).",
 }
 
@@ -227,8 +281,13 @@ class MemdirRouter:
         statuses = [401, 403, 422, 503] if policy.scope is not None else []
         if "{ns}" in self._router.prefix + path:
             statuses.append(404)
+        dependencies = [Depends(require_principal(policy))]
         if method not in SAFE_METHODS:
             statuses.append(413)
+            namespaced = "{ns}" in self._router.prefix + path
+            dependencies.append(Depends(write_gate(policy, namespaced=namespaced)))
+        if policy.idempotent:
+            statuses.append(409)
         responses: dict[int | str, dict[str, Any]] = {
             status: {"model": Problem, "description": _PROBLEMS[status]}
             for status in sorted(statuses)
@@ -238,7 +297,7 @@ class MemdirRouter:
             path,
             endpoint,
             methods=[method],
-            dependencies=[Depends(require_principal(policy))],
+            dependencies=dependencies,
             responses=responses,
             name=kwargs.pop("name", endpoint.__name__),
             **kwargs,

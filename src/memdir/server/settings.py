@@ -37,6 +37,10 @@ class ServerSettings:
         log_namespaces: write namespace names in the access log (default: a hash of them).
         ssl_certfile: a PEM certificate chain: serve HTTPS (else plain HTTP, behind a proxy).
         ssl_keyfile: the PEM private key of ``ssl_certfile``.
+        idempotency_ttl: seconds the answer of a write with an ``Idempotency-Key`` is kept.
+        idempotency_lease: seconds a write's claim of its key holds without being renewed
+            (it is renewed while the write runs): how soon a retry may take over from a
+            server that died.
     """
 
     workspace: str
@@ -49,6 +53,8 @@ class ServerSettings:
     log_namespaces: bool = False
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
+    idempotency_ttl: float = 86_400.0
+    idempotency_lease: float = 30.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.workspace, str) or not self.workspace.strip():
@@ -59,7 +65,12 @@ class ServerSettings:
             raise ConfigError(f"--port must be 0 to 65535, not {self.port}")
         if not 1 <= self.workers <= 256:
             raise ConfigError(f"--workers must be 1 to 256, not {self.workers}")
-        for name in ("graceful_timeout", "key_poll_seconds"):
+        for name in (
+            "graceful_timeout",
+            "key_poll_seconds",
+            "idempotency_ttl",
+            "idempotency_lease",
+        ):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"{name} must be a positive number of seconds, not {value}")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from fastapi import Request
 
 from memdir.server.auth import KeyAuthenticator
+from memdir.server.idempotency import IdempotencyStore
 from memdir.server.pool import NamespacePool
 from memdir.server.settings import ServerSettings
 from memdir.store.workspace import Workspace
@@ -24,6 +25,7 @@ class ServerState:
         root: the workspace root (never served itself: only its tenants' namespaces).
         authenticator: bearer keys to principals.
         pool: the namespaces opened so far.
+        idempotency: the records of idempotency keys.
         readiness: when readiness was last checked (``time.monotonic()``) and why the server
             was not ready then (``None``: it was).
     """
@@ -32,6 +34,7 @@ class ServerState:
     root: Workspace
     authenticator: KeyAuthenticator
     pool: NamespacePool
+    idempotency: IdempotencyStore
     readiness: tuple[float, str | None] = (float("-inf"), None)
 
 

@@ -12,7 +12,7 @@ from memdir.errors import WorkspaceError
 from memdir.memory import read_consolidation_log
 from memdir.server.auth import Scope
 from memdir.server.pagination import Cursor, Limit, page_of
-from memdir.server.policy import BoundNamespace, MemdirRouter, Policy
+from memdir.server.policy import AppendOnce, BoundNamespace, MemdirRouter, Policy
 from memdir.server.problems import InvalidInput, NotFound
 from memdir.server.schemas.memory import (
     Added,
@@ -43,7 +43,7 @@ from memdir.tools._sessions import find_in_sessions
 __all__ = ["router"]
 
 READ: Final = Policy(scope=Scope.READ)
-WRITE: Final = Policy(scope=Scope.WRITE)
+WRITE: Final = Policy(scope=Scope.WRITE, idempotent=True)
 _MARKDOWN: Final = "text/markdown; charset=utf-8"
 _DEFAULT_LINES: Final = 50
 _NOT_MODIFIED: Final = {304: {"description": "Not modified (If-None-Match holds its ETag)."}}
@@ -61,9 +61,9 @@ Sources = Annotated[
 
 
 @router.post("/memories", policy=WRITE, response_model=Added, status_code=201)
-def add(bound: BoundNamespace, body: AddIn) -> Added:
+def add(bound: BoundNamespace, body: AddIn, once: AppendOnce) -> Added:
     """Append each non-blank line of ``text`` as a bullet to today's ledger (secrets masked)."""
-    return Added.model_validate(add_memory(bound.ws, body.text))
+    return Added.model_validate(add_memory(bound.ws, body.text, before_append=once))
 
 
 @router.get("/search", policy=READ, response_model=SearchResult)
