@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -87,7 +88,8 @@ class ServerProcess:
 
     def __init__(self, workspace: str, *args: str, env: dict[str, str] | None = None) -> None:
         self.workspace = workspace
-        self.args = args
+        # The tests send far more than a tenant's default rate; test_server_limits sets one.
+        self.args = args if "--rate" in args else ("--rate", "0", *args)
         self.env = env or {}
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
@@ -214,6 +216,16 @@ def serve_store(
         yield Served(store=request.param, workspace=workspace, server=server, keys=keys)
     finally:
         server.stop()
+
+
+def pausing(point: str, marker: Path) -> dict[str, str]:
+    """The environment of a server whose requests stop at ``pause_point(point)`` (creating
+    ``marker``) until the server is killed."""
+    return {
+        "MEMDIR_TEST_PAUSE_AT": point,
+        "MEMDIR_TEST_PAUSE_FILE": str(marker),
+        "MEMDIR_TEST_PAUSE_SECONDS": "600",
+    }
 
 
 def fresh_namespace(tenant: str = "acme") -> str:

@@ -20,8 +20,8 @@ from _server import (
     ServerProcess,
     fresh_namespace,
     make_keys,
+    pausing,
     serve_store,
-    store_workspace,
     wait_for,
 )
 from memdir.workspace import Workspace
@@ -111,27 +111,19 @@ def test_an_error_is_not_kept_and_a_bad_key_is_refused(served: Served) -> None:
     assert fixed.status_code == 201 and "idempotency-replayed" not in fixed.headers
 
 
-@pytest.fixture(params=["files", "postgres"])
-def workspace(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return store_workspace(request, tmp_path)
-
-
 def test_an_add_whose_server_was_killed_after_it_appended_is_found_by_the_retry(
-    workspace: str, tmp_path: Path
+    served_workspace: str, tmp_path: Path
 ) -> None:
+    workspace = served_workspace
     keys = make_keys(workspace, [("w", "acme", "write", ())])
     paused = tmp_path / "paused"
-    pausing = {
-        "MEMDIR_TEST_PAUSE_AT": "add:after-append",
-        "MEMDIR_TEST_PAUSE_FILE": str(paused),
-        "MEMDIR_TEST_PAUSE_SECONDS": "600",
-    }
+    paused_adds = pausing("add:after-append", paused)
     lease = ("--idempotency-lease", "1")
     ns, lost, answered = fresh_namespace(), _key(), _key()
     add = f"/v1/namespaces/{ns}/memories"
     messages = f"/v1/namespaces/{ns}/sessions/s1/messages"
     chat = {"format": "openai", "messages": [{"role": "user", "content": "hello"}]}
-    first = ServerProcess(workspace, *lease, env=pausing).start()
+    first = ServerProcess(workspace, *lease, env=paused_adds).start()
     try:
         with first.client(keys.secrets["w"]) as client:
             kept = client.post(messages, json=chat, headers=answered)

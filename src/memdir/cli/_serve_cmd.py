@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from datetime import timedelta
 
 import click
@@ -21,6 +22,19 @@ from memdir.errors import ConfigError
 __all__ = ["serve_cmd"]
 
 _INSTALL = "memdir serve needs the server extra: pip install 'memdir[server]'"
+
+
+_SIZE = re.compile(r"(\d+)\s*([kmgt]i?b|b)?", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_UNITS.update({"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40})
+
+
+def parse_size(text: str) -> int:
+    """``"64KiB"``, ``"500MB"``, ``"2GiB"``, ``"1024"`` → bytes."""
+    found = _SIZE.fullmatch(text.strip())
+    if found is None:
+        raise ConfigError(f"cannot read the size {text!r}: write e.g. 64KiB, 500MB or 2GiB")
+    return int(found[1]) * _UNITS[(found[2] or "").lower()]
 
 
 def _is_loopback(host: str) -> bool:
@@ -80,6 +94,42 @@ def _is_loopback(host: str) -> bool:
     show_default=True,
     help="Seconds before a retry may take over a write whose server stopped answering.",
 )
+@click.option(
+    "--rate",
+    type=click.FloatRange(min=0),
+    default=100.0,
+    show_default=True,
+    help="Requests a second each tenant may send to each server process (0: no limit).",
+)
+@click.option(
+    "--burst",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="Requests a tenant may send at once above its rate.",
+)
+@click.option(
+    "--inflight-per-tenant",
+    type=click.IntRange(min=0),
+    default=16,
+    show_default=True,
+    help="Requests of one tenant each server process serves at once (0: no limit).",
+)
+@click.option(
+    "--quota-bytes",
+    type=ParsedType("size", parse_size),
+    metavar="SIZE",
+    default="1GiB",
+    show_default=True,
+    help="Bytes each tenant's namespaces may hold (64KiB, 500MB, 2GiB; 0: no quota).",
+)
+@click.option(
+    "--quota-namespaces",
+    type=click.IntRange(min=0),
+    default=1000,
+    show_default=True,
+    help="Namespaces each tenant may have (0: no quota).",
+)
 @pass_state
 def serve_cmd(
     state: CliState,
@@ -92,6 +142,11 @@ def serve_cmd(
     ssl_keyfile: str | None,
     idempotency_ttl: timedelta,
     idempotency_lease: float,
+    rate: float,
+    burst: int,
+    inflight_per_tenant: int,
+    quota_bytes: int,
+    quota_namespaces: int,
 ) -> None:
     """Serve the workspace's namespaces over HTTP (REST under /v1) to the holders of keys.
 
@@ -123,6 +178,11 @@ def serve_cmd(
         ssl_keyfile=ssl_keyfile,
         idempotency_ttl=idempotency_ttl.total_seconds(),
         idempotency_lease=idempotency_lease,
+        rate=rate,
+        burst=burst,
+        inflight_per_tenant=inflight_per_tenant,
+        quota_bytes=quota_bytes,
+        quota_namespaces=quota_namespaces,
     )
     if not _is_loopback(host) and settings.scheme == "http":
         info(

@@ -23,9 +23,10 @@ from memdir.errors import MemdirError
 from memdir.server.accesslog import AccessLogMiddleware
 from memdir.server.auth import KeyAuthenticator, open_key_store
 from memdir.server.idempotency import open_idempotency_store
-from memdir.server.limits import BodyLimitMiddleware
+from memdir.server.limits import BodyLimitMiddleware, TenantLimiter
 from memdir.server.pool import NamespacePool
 from memdir.server.problems import install_problem_handlers
+from memdir.server.quotas import UsageMeter
 from memdir.server.settings import ServerSettings
 from memdir.server.state import ServerState
 from memdir.store.workspace import Workspace
@@ -61,6 +62,15 @@ def create_app(settings: ServerSettings) -> FastAPI:
         authenticator=KeyAuthenticator(open_key_store(root)),
         pool=NamespacePool(root),
         idempotency=open_idempotency_store(root),
+        limiter=TenantLimiter(
+            rate=settings.rate, burst=settings.burst, inflight=settings.inflight_per_tenant
+        ),
+        usage=UsageMeter(
+            root,
+            quota_bytes=settings.quota_bytes,
+            quota_namespaces=settings.quota_namespaces,
+            refresh=settings.quota_refresh,
+        ),
     )
     app = FastAPI(
         title="memdir",

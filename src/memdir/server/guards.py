@@ -1,9 +1,12 @@
 """What a request goes through around its route, once its key is checked.
 
+- :func:`admit` (every request with a key, right after the key and its scope are checked):
+  the tenant's rate and its requests in flight (429);
 - :func:`before_write` (every write route, after the namespace is checked): the
-  ``Idempotency-Key`` claim (a replay answers here) and the tenant's storage quota;
+  ``Idempotency-Key`` claim (a replay answers here) and the tenant's storage quota (507);
 - :func:`guarded` wraps each route's handler: it answers a replay, and when the answer is
-  ready it stores it for the key (or gives the claim up).
+  ready it stores it for the key (or gives the claim up), counts the bytes written toward
+  the quota and frees the request's place in flight.
 
 :mod:`memdir.server.policy` puts these on every route; the route modules never call them.
 """
@@ -19,11 +22,31 @@ from starlette.responses import Response
 
 from memdir.server.auth import Principal
 from memdir.server.idempotency import IdempotentRun, Replayed, claim_key, fingerprint
-from memdir.server.state import server_state
+from memdir.server.limits import RateLimited, TooManyInFlight
+from memdir.server.state import ServerState, server_state
 
-__all__ = ["before_write", "guarded", "idempotent_run"]
+__all__ = ["admit", "before_write", "guarded", "idempotent_run"]
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+def admit(state: ServerState, request: Request, principal: Principal) -> None:
+    """Let the request in, or refuse it when its tenant is over its rate or has as many
+    requests in flight as it may (its place is freed when :func:`guarded` answers).
+
+    Raises:
+        RateLimited: 429, with the seconds until the tenant's next token.
+        TooManyInFlight: 429.
+    """
+    limiter = state.limiter
+    wait = limiter.take(principal.tenant)
+    if wait > 0:
+        raise RateLimited(limiter.rate, limiter.burst, wait)
+    if not limiter.enter(principal.tenant):
+        raise TooManyInFlight(limiter.inflight)
+    request.state.admitted = principal.tenant
 
 
 async def before_write(
@@ -34,10 +57,12 @@ async def before_write(
     Raises:
         Replayed: the request was answered before (:func:`guarded` sends that answer).
         KeyReused, KeyInProgress: the key cannot be used now (422, 409).
+        QuotaExceeded: the write would take the tenant past its storage quota (507).
         WorkspaceError: the store cannot be reached (503).
     """
     state = server_state(request)
     body = await request.body()
+    request.state.bytes_in = len(body)
     if idempotent and key is not None:
         settings = state.settings
         run = await claim_key(
@@ -49,6 +74,12 @@ async def before_write(
             ttl=settings.idempotency_ttl,
         )
         request.state.idempotent_run = run
+    meter = state.usage
+    if meter.quota_bytes > 0:
+        usage = meter.current(principal.tenant)
+        if usage is None:
+            usage = await anyio.to_thread.run_sync(meter.measure, principal.tenant)
+        meter.check_write(principal.tenant, usage, len(body))
 
 
 def idempotent_run(request: Request) -> IdempotentRun | None:
@@ -67,6 +98,7 @@ def guarded(handler: Handler) -> Handler:
         except Replayed as replay:
             return replay.response()
         finally:
+            _settle(request, response)
             claim = idempotent_run(request)
             if claim is not None:
                 with anyio.CancelScope(shield=True):
@@ -74,3 +106,14 @@ def guarded(handler: Handler) -> Handler:
         return response
 
     return run
+
+
+def _settle(request: Request, response: Response | None) -> None:
+    """Free the request's place in flight; count what a write stored toward the quota."""
+    tenant = getattr(request.state, "admitted", None)
+    if not isinstance(tenant, str):
+        return
+    state = server_state(request)
+    state.limiter.leave(tenant)
+    if response is not None and response.status_code < 300 and request.method not in SAFE_METHODS:
+        state.usage.add(tenant, stored=int(getattr(request.state, "bytes_in", 0)))

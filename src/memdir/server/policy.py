@@ -24,7 +24,7 @@ from fastapi.routing import APIRoute
 
 from memdir.errors import ConfigError, MemdirError
 from memdir.server.auth import AuthError, Principal, Scope, parse_key
-from memdir.server.guards import before_write, guarded, idempotent_run
+from memdir.server.guards import admit, before_write, guarded, idempotent_run
 from memdir.server.idempotency import IDEMPOTENCY_HEADER, KEY_PATTERN, LedgerOnce
 from memdir.server.problems import (
     InsufficientScope,
@@ -95,6 +95,7 @@ class PrincipalGuard:
         if principal.scope < needed:
             raise InsufficientScope(needed.label, principal.scope.label)
         request.state.principal = principal
+        admit(state, request, principal)
         return principal
 
 
@@ -173,7 +174,12 @@ def bound_namespace(request: Request, ns: str) -> Bound:
         raise InvalidInput(str(exc)) from None
     if not principal.grant.allows(ns):
         raise NamespaceNotFound(ns)
-    ws = server_state(request).pool.get(ns, create=request.method not in SAFE_METHODS)
+    state = server_state(request)
+    ws = state.pool.get(ns, create=False)
+    if ws is None and request.method not in SAFE_METHODS:  # a write creates it, within quota
+        state.usage.check_new_namespace(principal.tenant)
+        ws = state.pool.get(ns, create=True)
+        state.usage.add(principal.tenant, namespaces=1)
     if ws is None:
         raise NamespaceNotFound(ns)
     return Bound(principal, ns, ws)
@@ -255,7 +261,9 @@ _PROBLEMS: Final = {
     409: "A request with this Idempotency-Key is still running (Retry-After).",
     413: "The request body is too large.",
     422: "The request is not valid (or its Idempotency-Key was used for another request).",
+    429: "The tenant sends too many requests, or has too many in flight (Retry-After).",
     503: "The store or the keys cannot be read; try again (Retry-After).",
+    507: "The write would take the tenant past its storage quota (limit and used named).",
 }
 
 
@@ -278,12 +286,12 @@ class MemdirRouter:
         self, method: str, path: str, endpoint: Callable[..., Any], *, policy: Policy, **kwargs: Any
     ) -> None:
         """Add ``endpoint`` at ``method path`` with ``policy``."""
-        statuses = [401, 403, 422, 503] if policy.scope is not None else []
+        statuses = [401, 403, 422, 429, 503] if policy.scope is not None else []
         if "{ns}" in self._router.prefix + path:
             statuses.append(404)
         dependencies = [Depends(require_principal(policy))]
         if method not in SAFE_METHODS:
-            statuses.append(413)
+            statuses += [413, 507]
             namespaced = "{ns}" in self._router.prefix + path
             dependencies.append(Depends(write_gate(policy, namespaced=namespaced)))
         if policy.idempotent:

@@ -41,6 +41,14 @@ class ServerSettings:
         idempotency_lease: seconds a write's claim of its key holds without being renewed
             (it is renewed while the write runs): how soon a retry may take over from a
             server that died.
+        rate: requests a second each tenant may send to this process (``0``: no limit).
+        burst: requests a tenant may send at once above its rate.
+        inflight_per_tenant: requests of one tenant this process serves at once (``0``: no
+            limit); more are refused (429), so one tenant cannot hold every worker thread.
+        quota_bytes: bytes a tenant's namespaces may hold (``0``: no quota).
+        quota_namespaces: namespaces a tenant may have (``0``: no quota).
+        quota_refresh: seconds a measure of a tenant's storage is used before the store is
+            measured again (writes are added in between).
     """
 
     workspace: str
@@ -55,6 +63,12 @@ class ServerSettings:
     ssl_keyfile: str | None = None
     idempotency_ttl: float = 86_400.0
     idempotency_lease: float = 30.0
+    rate: float = 100.0
+    burst: int = 200
+    inflight_per_tenant: int = 16
+    quota_bytes: int = 1 << 30
+    quota_namespaces: int = 1000
+    quota_refresh: float = 60.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.workspace, str) or not self.workspace.strip():
@@ -70,10 +84,18 @@ class ServerSettings:
             "key_poll_seconds",
             "idempotency_ttl",
             "idempotency_lease",
+            "quota_refresh",
         ):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"{name} must be a positive number of seconds, not {value}")
+        if not (math.isfinite(self.rate) and self.rate >= 0):
+            raise ConfigError(f"--rate must be a number of requests a second >= 0, not {self.rate}")
+        if self.burst < 1:
+            raise ConfigError(f"--burst must be at least 1, not {self.burst}")
+        for name in ("inflight_per_tenant", "quota_bytes", "quota_namespaces"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be 0 (no limit) or more, not {getattr(self, name)}")
         if self.body_limit < 1:
             raise ConfigError(
                 f"body_limit must be a positive number of bytes, not {self.body_limit}"

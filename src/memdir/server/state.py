@@ -9,7 +9,9 @@ from fastapi import Request
 
 from memdir.server.auth import KeyAuthenticator
 from memdir.server.idempotency import IdempotencyStore
+from memdir.server.limits import TenantLimiter
 from memdir.server.pool import NamespacePool
+from memdir.server.quotas import UsageMeter
 from memdir.server.settings import ServerSettings
 from memdir.store.workspace import Workspace
 
@@ -26,6 +28,8 @@ class ServerState:
         authenticator: bearer keys to principals.
         pool: the namespaces opened so far.
         idempotency: the records of idempotency keys.
+        limiter: each tenant's rate and requests in flight.
+        usage: each tenant's storage, against its quotas.
         readiness: when readiness was last checked (``time.monotonic()``) and why the server
             was not ready then (``None``: it was).
     """
@@ -35,6 +39,8 @@ class ServerState:
     authenticator: KeyAuthenticator
     pool: NamespacePool
     idempotency: IdempotencyStore
+    limiter: TenantLimiter
+    usage: UsageMeter
     readiness: tuple[float, str | None] = (float("-inf"), None)
 
 
