@@ -26,7 +26,7 @@ from memdir.server.policy import (
 )
 from memdir.server.settings import ServerSettings
 
-PUBLIC = {"/healthz", "/readyz"}
+PUBLIC = {"/healthz", "/readyz", "/metrics"}  # /metrics: its own token or loopback
 NOT_API = {"/openapi.json"}  # FastAPI's own document (no memory in it)
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 ROUTES_DIR = Path(__file__).parent.parent / "src" / "memdir" / "server" / "routes"

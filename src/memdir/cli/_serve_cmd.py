@@ -130,6 +130,13 @@ def _is_loopback(host: str) -> bool:
     show_default=True,
     help="Namespaces each tenant may have (0: no quota).",
 )
+@click.option(
+    "--metrics-token-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A file holding the bearer token GET /metrics needs (or $MEMDIR_METRICS_TOKEN); "
+    "without either, /metrics answers loopback clients only.",
+)
+@click.option("--no-metrics", is_flag=True, help="Count nothing; /metrics answers 404.")
 @pass_state
 def serve_cmd(
     state: CliState,
@@ -147,6 +154,8 @@ def serve_cmd(
     inflight_per_tenant: int,
     quota_bytes: int,
     quota_namespaces: int,
+    metrics_token_file: str | None,
+    no_metrics: bool,
 ) -> None:
     """Serve the workspace's namespaces over HTTP (REST under /v1) to the holders of keys.
 
@@ -183,6 +192,8 @@ def serve_cmd(
         inflight_per_tenant=inflight_per_tenant,
         quota_bytes=quota_bytes,
         quota_namespaces=quota_namespaces,
+        metrics=not no_metrics,
+        metrics_token_file=metrics_token_file,
     )
     if not _is_loopback(host) and settings.scheme == "http":
         info(

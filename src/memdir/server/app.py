@@ -1,9 +1,10 @@
 """The ASGI application: :func:`create_app` builds it from :class:`ServerSettings`.
 
-Middleware, outermost first: the access log (and request id), the catch-all that turns an
-unexpected exception into a 500 problem, the body limits, then FastAPI's exception handlers
-and the routes. The lifespan loads the keys before the first request and polls the
-key store about once a second, so a revoked key is refused within about two seconds.
+Middleware, outermost first: the access log (and request id), the metrics, the catch-all
+that turns an unexpected exception into a 500 problem, the body limits, then FastAPI's
+exception handlers and the routes. The lifespan loads the keys before the first request and
+polls the key store about once a second, so a revoked key is refused within about two
+seconds.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from memdir.server.accesslog import AccessLogMiddleware
 from memdir.server.auth import KeyAuthenticator, open_key_store
 from memdir.server.idempotency import open_idempotency_store
 from memdir.server.limits import BodyLimitMiddleware, TenantLimiter
+from memdir.server.metrics import Metrics, MetricsMiddleware
 from memdir.server.pool import NamespacePool
 from memdir.server.problems import install_problem_handlers
 from memdir.server.quotas import UsageMeter
@@ -38,11 +40,12 @@ _PURGE_SECONDS = 600.0
 
 
 def _routes() -> list[Any]:
-    from memdir.server import health
+    from memdir.server import health, metrics
     from memdir.server.routes import memory, meta, sessions
 
     return [
         *health.router.routes,
+        *metrics.router.routes,
         *meta.router.routes,
         *memory.router.routes,
         *sessions.router.routes,
@@ -71,6 +74,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
             quota_namespaces=settings.quota_namespaces,
             refresh=settings.quota_refresh,
         ),
+        metrics=Metrics(),
+        metrics_token=settings.metrics_token(),
     )
     app = FastAPI(
         title="memdir",
@@ -86,6 +91,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.memdir = state
     app.add_middleware(BodyLimitMiddleware, routes=app.routes, default=settings.body_limit)
     install_problem_handlers(app)
+    if settings.metrics:
+        app.add_middleware(MetricsMiddleware, metrics=state.metrics)
     app.add_middleware(AccessLogMiddleware, log_namespaces=settings.log_namespaces)
     return app
 
@@ -98,6 +105,7 @@ def preflight(settings: ServerSettings) -> None:
         ConfigError: the key file may be read by others, or is damaged.
     """
     open_key_store(Workspace(settings.workspace, create=True)).check()
+    settings.metrics_token()
 
 
 @contextlib.asynccontextmanager

@@ -23,6 +23,7 @@ from starlette.responses import Response
 from memdir.server.auth import Principal
 from memdir.server.idempotency import IdempotentRun, Replayed, claim_key, fingerprint
 from memdir.server.limits import RateLimited, TooManyInFlight
+from memdir.server.quotas import QuotaExceeded
 from memdir.server.state import ServerState, server_state
 
 __all__ = ["admit", "before_write", "guarded", "idempotent_run"]
@@ -96,7 +97,11 @@ def guarded(handler: Handler) -> Handler:
         try:
             response = await handler(request)
         except Replayed as replay:
+            _count(request, "replay")
             return replay.response()
+        except (RateLimited, TooManyInFlight, QuotaExceeded) as refused:
+            _count(request, refused)
+            raise
         finally:
             _settle(request, response)
             claim = idempotent_run(request)
@@ -117,3 +122,18 @@ def _settle(request: Request, response: Response | None) -> None:
     state.limiter.leave(tenant)
     if response is not None and response.status_code < 300 and request.method not in SAFE_METHODS:
         state.usage.add(tenant, stored=int(getattr(request.state, "bytes_in", 0)))
+
+
+def _count(request: Request, what: str | Exception) -> None:
+    """Count a replay or a refusal in the tenant's metrics."""
+    principal = getattr(request.state, "principal", None)
+    if not isinstance(principal, Principal):
+        return
+    metrics, tenant = server_state(request).metrics, principal.tenant
+    if what == "replay":
+        metrics.replays.labels(tenant).inc()
+    elif isinstance(what, QuotaExceeded):
+        metrics.quota_rejections.labels(tenant, what.quota).inc()
+    elif isinstance(what, RateLimited | TooManyInFlight):
+        limit = "rate" if isinstance(what, RateLimited) else "inflight"
+        metrics.rate_limited.labels(tenant, limit).inc()

@@ -91,8 +91,10 @@ class PrincipalGuard:
         try:
             principal = await _authenticate(state, token)
         except AuthError as exc:
+            state.metrics.auth_failures.labels(exc.reason).inc()
             raise Unauthorized(str(exc), missing=exc.reason == "missing") from None
         if principal.scope < needed:
+            state.metrics.auth_failures.labels("scope").inc()
             raise InsufficientScope(needed.label, principal.scope.label)
         request.state.principal = principal
         admit(state, request, principal)

@@ -16,10 +16,13 @@ from typing import Any, Final
 
 from memdir.errors import ConfigError
 
-__all__ = ["CONFIG_ENV", "ServerSettings"]
+__all__ = ["CONFIG_ENV", "METRICS_TOKEN_ENV", "ServerSettings"]
 
 CONFIG_ENV: Final = "MEMDIR_SERVE_CONFIG"
 """The variable a worker process reads its settings from."""
+METRICS_TOKEN_ENV: Final = "MEMDIR_METRICS_TOKEN"
+"""The variable holding the token of ``/metrics`` (else ``metrics_token_file``)."""
+_MIN_TOKEN: Final = 16
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,6 +52,10 @@ class ServerSettings:
         quota_namespaces: namespaces a tenant may have (``0``: no quota).
         quota_refresh: seconds a measure of a tenant's storage is used before the store is
             measured again (writes are added in between).
+        metrics: count requests for Prometheus (``/metrics``).
+        metrics_token_file: a file holding the bearer token ``/metrics`` needs (the token
+            itself is never a setting: it is read from here or ``$MEMDIR_METRICS_TOKEN``);
+            without either, ``/metrics`` answers loopback clients only.
     """
 
     workspace: str
@@ -69,6 +76,8 @@ class ServerSettings:
     quota_bytes: int = 1 << 30
     quota_namespaces: int = 1000
     quota_refresh: float = 60.0
+    metrics: bool = True
+    metrics_token_file: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.workspace, str) or not self.workspace.strip():
@@ -102,6 +111,32 @@ class ServerSettings:
             )
         if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
             raise ConfigError("--ssl-certfile and --ssl-keyfile go together")
+
+    def metrics_token(self) -> str | None:
+        """The token ``/metrics`` needs: ``$MEMDIR_METRICS_TOKEN``, else the first line of
+        ``metrics_token_file``; ``None`` without either.
+
+        Raises:
+            ConfigError: the file cannot be read, or the token is shorter than 16 characters.
+        """
+        token = os.environ.get(METRICS_TOKEN_ENV)
+        where = f"${METRICS_TOKEN_ENV}"
+        if not token and self.metrics_token_file is not None:
+            where = self.metrics_token_file
+            try:
+                with open(self.metrics_token_file, encoding="utf-8") as fh:
+                    token = fh.readline()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"cannot read the metrics token from {where}: {exc}") from None
+        if not token:
+            return None
+        token = token.strip()
+        if len(token) < _MIN_TOKEN or not token.isprintable() or " " in token:
+            raise ConfigError(
+                f"the metrics token in {where} must be {_MIN_TOKEN} or more printable "
+                "characters without spaces (e.g. the output of: openssl rand -hex 32)"
+            )
+        return token
 
     @property
     def scheme(self) -> str:

@@ -4,6 +4,7 @@ the open namespaces. Built by :func:`memdir.server.app.create_app`, one per appl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fastapi import Request
 
@@ -14,6 +15,9 @@ from memdir.server.pool import NamespacePool
 from memdir.server.quotas import UsageMeter
 from memdir.server.settings import ServerSettings
 from memdir.store.workspace import Workspace
+
+if TYPE_CHECKING:  # the metrics module serves /metrics, and so needs this one
+    from memdir.server.metrics import Metrics
 
 __all__ = ["ServerState", "server_state"]
 
@@ -30,6 +34,8 @@ class ServerState:
         idempotency: the records of idempotency keys.
         limiter: each tenant's rate and requests in flight.
         usage: each tenant's storage, against its quotas.
+        metrics: the Prometheus metrics.
+        metrics_token: the bearer token ``/metrics`` needs (``None``: loopback clients only).
         readiness: when readiness was last checked (``time.monotonic()``) and why the server
             was not ready then (``None``: it was).
     """
@@ -41,6 +47,8 @@ class ServerState:
     idempotency: IdempotencyStore
     limiter: TenantLimiter
     usage: UsageMeter
+    metrics: Metrics
+    metrics_token: str | None = None
     readiness: tuple[float, str | None] = (float("-inf"), None)
 
 
