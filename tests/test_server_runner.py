@@ -77,6 +77,12 @@ def test_what_keeps_the_server_from_starting_is_one_line(tmp_path: Path) -> None
     namespaced = memdir("-n", "acme.x", "serve", "-w", str(where), check=False)
     assert namespaced.returncode == 2 and "leave out --namespace" in namespaced.stderr
 
+    short = tmp_path / "token"
+    short.write_text("guessable\n")
+    os.chmod(where / ".memdir-server" / "keys.json", 0o600)
+    weak = _refused("-w", str(where), "--metrics-token-file", str(short))
+    assert "must be 16 or more printable characters" in weak and weak.count("\n") == 1
+
 
 @pytest.mark.parametrize("host", ["::1", "localhost"])
 def test_the_ready_line_names_a_url_that_answers(tmp_path: Path, host: str) -> None:
