@@ -173,3 +173,26 @@ def test_an_add_whose_server_was_killed_after_it_appended_is_found_by_the_retry(
     assert replayed.headers["idempotency-replayed"] == "true" and replayed.json() == body
     # an answer stored before the crash outlives the server that made it
     assert old.headers["idempotency-replayed"] == "true" and old.json() == kept.json()
+
+
+def test_an_answer_is_kept_for_the_ttl_then_the_key_runs_anew(tmp_path: Path) -> None:
+    workspace = str(tmp_path / "ws")
+    keys = make_keys(workspace, [("w", "acme", "write", ())])
+    server = ServerProcess(workspace, "--idempotency-ttl", "2s").start()
+    ns, key = fresh_namespace(), _key()
+    try:
+        with server.client(keys.secrets["w"]) as client:
+            add = f"/v1/namespaces/{ns}/memories"
+            first = client.post(add, json={"text": FACT}, headers=key)
+            again = client.post(add, json={"text": FACT}, headers=key)
+
+            def run_anew() -> httpx.Response | None:
+                response = client.post(add, json={"text": FACT}, headers=key)
+                return None if "idempotency-replayed" in response.headers else response
+
+            anew = wait_for(run_anew, "the answer's record to expire")
+    finally:
+        server.stop()
+    assert first.status_code == 201 and again.headers["idempotency-replayed"] == "true"
+    assert anew.status_code == 201 and anew.json()["first_line"] > first.json()["first_line"]
+    assert _ledger_text(workspace, ns).count(FACT) == 2

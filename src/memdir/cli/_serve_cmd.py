@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from datetime import timedelta
+from pathlib import Path
 
 import click
 
@@ -193,7 +194,7 @@ def serve_cmd(
         quota_bytes=quota_bytes,
         quota_namespaces=quota_namespaces,
         metrics=not no_metrics,
-        metrics_token_file=metrics_token_file,
+        metrics_token_file=str(Path(metrics_token_file).resolve()) if metrics_token_file else None,
     )
     if not _is_loopback(host) and settings.scheme == "http":
         info(
