@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, Final
 
 import anyio
 from starlette.requests import Request
@@ -26,9 +26,10 @@ from memdir.server.limits import RateLimited, TooManyInFlight
 from memdir.server.quotas import QuotaExceeded
 from memdir.server.state import ServerState, server_state
 
-__all__ = ["admit", "before_write", "guarded", "idempotent_run"]
+__all__ = ["SAFE_METHODS", "admit", "before_write", "guarded", "idempotent_run"]
 
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+SAFE_METHODS: Final = frozenset({"GET", "HEAD"})
+"""The methods that write nothing (every other one is a write)."""
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 

@@ -29,7 +29,7 @@ import contextlib
 import hashlib
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
 import anyio
@@ -219,7 +219,7 @@ class IdempotentRun:
     earlier: dict[str, Any] | None
     lease: float
     ttl: float
-    _renewer: asyncio.Task[None] | None = None
+    _renewer: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     def record(self, intent: dict[str, Any]) -> None:
         """Keep ``intent`` (JSON) before writing (call from a worker thread).

@@ -24,7 +24,7 @@ from fastapi.routing import APIRoute
 
 from memdir.errors import ConfigError, MemdirError
 from memdir.server.auth import AuthError, Principal, Scope, parse_key
-from memdir.server.guards import admit, before_write, guarded, idempotent_run
+from memdir.server.guards import SAFE_METHODS, admit, before_write, guarded, idempotent_run
 from memdir.server.idempotency import IDEMPOTENCY_HEADER, KEY_PATTERN, LedgerOnce
 from memdir.server.problems import (
     InsufficientScope,
@@ -52,7 +52,6 @@ __all__ = [
     "require_principal",
 ]
 
-SAFE_METHODS: Final = frozenset({"GET", "HEAD"})
 logger = logging.getLogger("memdir.server")
 _F = TypeVar("_F", bound=Callable[..., Any])
 
