@@ -85,13 +85,22 @@ class ServerProcess:
         workspace: a directory or a ``postgresql://`` URL.
         args: more options of ``memdir serve``.
         env: more environment variables of the server process.
+        prefix: a command the server runs under (it must ``exec`` it, so the process id is
+            the server's): ``("unshare", "--uts", ...)``.
     """
 
-    def __init__(self, workspace: str, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        workspace: str,
+        *args: str,
+        env: dict[str, str] | None = None,
+        prefix: Sequence[str] = (),
+    ) -> None:
         self.workspace = workspace
         # The tests send far more than a tenant's default rate; test_server_limits sets one.
         self.args = args if "--rate" in args else ("--rate", "0", *args)
         self.env = {**os.environ, **(env or {})}
+        self.prefix = tuple(prefix)
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -100,8 +109,8 @@ class ServerProcess:
     def start(self) -> ServerProcess:
         """Start the server and wait until it says where it listens and answers ``/readyz``."""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "memdir", "serve", "-w", self.workspace, "--port", "0",
-             *self.args],
+            [*self.prefix, sys.executable, "-m", "memdir", "serve", "-w", self.workspace,
+             "--port", "0", *self.args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -213,10 +222,14 @@ def serve_store(
     *args: str,
     env: dict[str, str] | None = None,
 ) -> Iterator[Served]:
-    """A module fixture's body: a server over a fresh workspace of ``request.param``."""
+    """A module fixture's body: a server over a fresh workspace of ``request.param``.
+
+    It runs without background maintenance: a consolidation of its own between a test's steps
+    would change what the test reads (``test_server_maintenance.py`` tests it).
+    """
     workspace = store_workspace(request, tmp_path_factory.mktemp("served"))
     keys = make_keys(workspace, KEYS)
-    server = ServerProcess(workspace, *args, env=env).start()
+    server = ServerProcess(workspace, "--no-maintenance", *args, env=env).start()
     try:
         yield Served(store=request.param, workspace=workspace, server=server, keys=keys)
     finally:

@@ -7,7 +7,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import timedelta
@@ -41,16 +41,39 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 
 
-def parse_duration(text: str) -> timedelta:
-    """``"6h"``, ``"30m"``, ``"1h30m"``, ``"90s"``, ``"1d"`` → :class:`timedelta`."""
+def parse_duration(text: str, *, allow_zero: bool = False) -> timedelta:
+    """``"6h"``, ``"30m"``, ``"1h30m"``, ``"90s"``, ``"1d"`` → :class:`timedelta` (with
+    ``allow_zero``, ``"0"`` too)."""
     raw = text.strip().lower()
+    if allow_zero and raw == "0":
+        return timedelta(0)
     parts = _DURATION.findall(raw)
     if not parts or _DURATION.sub("", raw).strip():
         raise ConfigError(f"cannot read the duration {text!r}: write e.g. 6h, 30m, 1h30m or 1d")
     seconds = sum(float(n) * _UNITS[u] for n, u in parts)
-    if seconds <= 0:
+    if seconds <= 0 and not allow_zero:
         raise ConfigError(f"the duration {text!r} must be positive")
     return timedelta(seconds=seconds)
+
+
+def retention_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--retention-days`` and ``--session-retention-days`` (``memdir maintain``, ``memdir
+    serve``)."""
+    days = click.option(
+        "--retention-days",
+        type=click.IntRange(min=1),
+        default=90,
+        show_default=True,
+        help="Archive ledgers older.",
+    )
+    sessions = click.option(
+        "--session-retention-days",
+        type=click.IntRange(min=1),
+        default=180,
+        show_default=True,
+        help="Delete session logs older.",
+    )
+    return days(sessions(command))
 
 
 # MemoryConsolidator's floor: a smaller MEMORY.md cannot hold even a few facts.
@@ -214,20 +237,7 @@ def _print_report(report: Any) -> None:
 )
 @_model_option
 @base_url_option
-@click.option(
-    "--retention-days",
-    type=click.IntRange(min=1),
-    default=90,
-    show_default=True,
-    help="Archive ledgers older.",
-)
-@click.option(
-    "--session-retention-days",
-    type=click.IntRange(min=1),
-    default=180,
-    show_default=True,
-    help="Delete session logs older.",
-)
+@retention_options
 @click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
 @pass_state
 def maintain_cmd(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 
 import click
@@ -18,13 +21,29 @@ from memdir.cli._common import (
     pass_state,
 )
 from memdir.cli._ingest_cmd import model_option
-from memdir.cli._maintain_cmds import parse_duration
+from memdir.cli._maintain_cmds import parse_duration, retention_options
 from memdir.errors import ConfigError
 from memdir.server.settings import IMPORT_LIMIT_MAX
 
 __all__ = ["serve_cmd"]
 
 _INSTALL = "memdir serve needs the server extra: pip install 'memdir[server]'"
+
+
+def _seconds(text: str, *, allow_zero: bool = False) -> float:
+    """A duration option: seconds (``90``, ``0.5``) or a duration (``90s``, ``30m``, ``6h``)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        return parse_duration(text, allow_zero=allow_zero).total_seconds()
+    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
+        raise ConfigError(f"the duration {text!r} must be positive")
+    return seconds
+
+
+def _duration(*, allow_zero: bool = False) -> ParsedType:
+    parse: Callable[[str], float] = partial(_seconds, allow_zero=allow_zero)
+    return ParsedType("duration", parse)
 
 
 _SIZE = re.compile(r"(\d+)\s*([kmgt]i?b|b)?", re.IGNORECASE)
@@ -114,6 +133,62 @@ def parse_size(text: str) -> int:
     help="The most files an imported archive may hold.",
 )
 @click.option(
+    "--no-maintenance",
+    is_flag=True,
+    help="Do not maintain the namespaces in the background (run memdir maintain "
+    "--all-namespaces from cron instead).",
+)
+@click.option(
+    "--sweep-interval",
+    type=_duration(),
+    default="60",
+    show_default=True,
+    help="Time between two passes of the background maintenance over every namespace "
+    "(seconds, or 30s, 5m...).",
+)
+@click.option(
+    "--sweep-lease",
+    type=_duration(),
+    default="120",
+    show_default=True,
+    help="How long the sweep lease lasts unrenewed: another replica takes the passes over "
+    "that long after the sweeping one died on another host.",
+)
+@click.option(
+    "--maintenance-interval",
+    type=_duration(),
+    default="6h",
+    show_default=True,
+    help="Time between two full maintenance runs of a namespace.",
+)
+@click.option(
+    "--consolidation-gap",
+    type=_duration(allow_zero=True),
+    default="30m",
+    show_default=True,
+    help="The least time between two consolidations of a namespace asked for by flushes.",
+)
+@retention_options
+@click.option(
+    "--jwks-url",
+    help="Also take bearer JWTs signed by the keys published at this https:// URL (the "
+    "identity provider's JWKS); needs --jwt-issuer and --jwt-audience.",
+)
+@click.option("--jwt-issuer", help="The iss a JWT must have.")
+@click.option("--jwt-audience", help="The aud a JWT must have (this server's).")
+@click.option(
+    "--jwt-tenant-claim",
+    default="memdir_tenant",
+    show_default=True,
+    help="The claim of a JWT naming its tenant.",
+)
+@click.option(
+    "--jwt-namespace-claim",
+    default="memdir_namespace",
+    show_default=True,
+    help="The claim of a JWT naming the one namespace it reaches (optional in a token).",
+)
+@click.option(
     "--idempotency-ttl",
     type=ParsedType("duration", parse_duration),
     metavar="DURATION",
@@ -187,6 +262,18 @@ def serve_cmd(
     job_threads: int,
     import_limit: int,
     import_max_files: int,
+    no_maintenance: bool,
+    sweep_interval: float,
+    sweep_lease: float,
+    maintenance_interval: float,
+    consolidation_gap: float,
+    retention_days: int,
+    session_retention_days: int,
+    jwks_url: str | None,
+    jwt_issuer: str | None,
+    jwt_audience: str | None,
+    jwt_tenant_claim: str,
+    jwt_namespace_claim: str,
     idempotency_ttl: timedelta,
     idempotency_lease: float,
     rate: float,
@@ -200,7 +287,10 @@ def serve_cmd(
     """Serve the workspace's namespaces over HTTP (REST under /v1, MCP at /mcp) to the
     holders of keys.
 
-    Each key (memdir keys create) reaches its tenant's namespaces, '<tenant>.*'. Prints
+    Each key (memdir keys create) reaches its tenant's namespaces, '<tenant>.*'. With
+    --jwks-url, --jwt-issuer and --jwt-audience, bearer JWTs of that identity provider are
+    taken too: the claim memdir_tenant names the tenant, scope names memdir:read, memdir:write
+    or memdir:admin, memdir_namespace (optional) one namespace. Prints
     'memdir serve: listening on URL' on stdout when ready; the access log (JSON, without
     memory text, queries or keys) goes to stderr. SIGTERM or Ctrl-C stops it gracefully.
     """
@@ -233,6 +323,18 @@ def serve_cmd(
         job_threads=job_threads,
         import_limit=import_limit,
         import_max_files=import_max_files,
+        maintenance=not no_maintenance,
+        sweep_interval=sweep_interval,
+        sweep_lease=sweep_lease,
+        maintenance_interval=maintenance_interval,
+        consolidation_gap=consolidation_gap,
+        retention_days=retention_days,
+        session_retention_days=session_retention_days,
+        jwks_url=jwks_url,
+        jwt_issuer=jwt_issuer,
+        jwt_audience=jwt_audience,
+        jwt_tenant_claim=jwt_tenant_claim,
+        jwt_namespace_claim=jwt_namespace_claim,
         idempotency_ttl=idempotency_ttl.total_seconds(),
         idempotency_lease=idempotency_lease,
         rate=rate,

@@ -5,7 +5,7 @@ that turns an unexpected exception into a 500 problem, the body limits, then Fas
 exception handlers and the routes. The lifespan loads the keys before the first request and
 polls the key store about once a second, so a revoked key is refused within about two
 seconds. MCP is served at ``/mcp`` (:mod:`memdir.server.mcp_http`), whose SDK servers run in
-the lifespan too.
+the lifespan too, as does the background maintenance (:mod:`memdir.server.maintenance`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from fastapi import FastAPI
 from memdir import __version__
 from memdir.errors import MemdirError
 from memdir.server.accesslog import AccessLogMiddleware
-from memdir.server.auth import KeyAuthenticator, open_key_store
+from memdir.server.auth import JwtAuthenticator, KeyAuthenticator, open_key_store
 from memdir.server.idempotency import open_idempotency_store
 from memdir.server.jobs import JobRunner
 from memdir.server.limits import BodyLimitMiddleware, TenantLimiter
+from memdir.server.maintenance import MaintenanceSweeper
 from memdir.server.mcp_http import McpEndpoint
 from memdir.server.metrics import Metrics, MetricsMiddleware
 from memdir.server.models import model_factory
@@ -67,13 +68,15 @@ def create_app(settings: ServerSettings) -> FastAPI:
         ConfigError: the model cannot be made.
     """
     root = Workspace(settings.workspace, create=True)
+    jobs = JobRunner(threads=settings.job_threads, timeout=settings.job_timeout)
+    model = model_factory(settings.model)
     state = ServerState(
         settings=settings,
         root=root,
         authenticator=KeyAuthenticator(open_key_store(root)),
         pool=NamespacePool(root),
-        jobs=JobRunner(threads=settings.job_threads, timeout=settings.job_timeout),
-        model=model_factory(settings.model),
+        jobs=jobs,
+        model=model,
         idempotency=open_idempotency_store(root),
         limiter=TenantLimiter(
             rate=settings.rate, burst=settings.burst, inflight=settings.inflight_per_tenant
@@ -86,6 +89,12 @@ def create_app(settings: ServerSettings) -> FastAPI:
         ),
         metrics=Metrics(),
         metrics_token=settings.metrics_token(),
+        sweeper=(
+            MaintenanceSweeper(root=root, jobs=jobs, model=model, settings=settings)
+            if settings.maintenance
+            else None
+        ),
+        jwt=_jwt_authenticator(settings),
     )
     mcp = McpEndpoint(state)
     app = FastAPI(
@@ -110,6 +119,19 @@ def create_app(settings: ServerSettings) -> FastAPI:
     return app
 
 
+def _jwt_authenticator(settings: ServerSettings) -> JwtAuthenticator | None:
+    if settings.jwks_url is None:
+        return None
+    assert settings.jwt_issuer is not None and settings.jwt_audience is not None
+    return JwtAuthenticator(
+        jwks_url=settings.jwks_url,
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
+        tenant_claim=settings.jwt_tenant_claim,
+        namespace_claim=settings.jwt_namespace_claim,
+    )
+
+
 def preflight(settings: ServerSettings) -> None:
     """Fail now, in one line, if the workspace or its keys cannot be used.
 
@@ -128,12 +150,18 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     state: ServerState = app.state.memdir
     await _poll_once(state, failing=False)  # the keys are read before the first request
     mcp: McpEndpoint = app.state.mcp
+    sweeper = state.sweeper
     async with mcp.running(), anyio.create_task_group() as tasks:
         tasks.start_soon(_poll_keys, state)
         tasks.start_soon(_purge_idempotency, state)
+        if sweeper is not None:
+            await sweeper.start()
+            tasks.start_soon(sweeper.run)
         try:
             yield
         finally:
+            if sweeper is not None:
+                await sweeper.stop(state.settings.graceful_timeout)
             tasks.cancel_scope.cancel()
     await anyio.to_thread.run_sync(_close_indexes)
 

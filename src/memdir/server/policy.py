@@ -23,7 +23,15 @@ from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.routing import APIRoute
 
 from memdir.errors import ConfigError, MemdirError
-from memdir.server.auth import AuthError, Principal, Scope, parse_key
+from memdir.server.auth import (
+    AuthError,
+    IssuerUnavailable,
+    JwtAuthenticator,
+    Principal,
+    Scope,
+    looks_like_jwt,
+    parse_key,
+)
 from memdir.server.guards import SAFE_METHODS, admit, before_write, guarded, idempotent_run
 from memdir.server.idempotency import IDEMPOTENCY_HEADER, KEY_PATTERN, LedgerOnce
 from memdir.server.problems import (
@@ -108,10 +116,13 @@ class PrincipalGuard:
 
 
 async def _authenticate(state: ServerState, token: str | None) -> Principal:
-    """A cached key is checked on the event loop; an unknown one is looked up in a thread."""
+    """A cached key is checked on the event loop; an unknown one is looked up in a thread.
+    A bearer that is not a memdir key is a JWT when the server takes them (``--jwks-url``)."""
     auth = state.authenticator
     parsed = parse_key(token) if token else None
     if parsed is None:
+        if token and state.jwt is not None and looks_like_jwt(token):
+            return await _authenticate_jwt(state.jwt, token)
         return auth.verify(token, None)
     known, record = auth.cached(parsed[0])
     if not known:
@@ -124,6 +135,20 @@ async def _authenticate(state: ServerState, token: str | None) -> Principal:
                 503, "keys-unavailable", detail, headers={"Retry-After": "5"}
             ) from None
     return auth.verify(token, record)
+
+
+async def _authenticate_jwt(jwt: JwtAuthenticator, token: str) -> Principal:
+    """A JWT checked in a thread (its issuer's keys may have to be fetched)."""
+    try:
+        return await anyio.to_thread.run_sync(jwt.authenticate, token)
+    except IssuerUnavailable as exc:
+        logger.warning("cannot fetch the JWT issuer's keys: %s", exc)
+        raise ProblemError(
+            503,
+            "keys-unavailable",
+            "the identity provider's keys cannot be fetched; try again soon",
+            headers={"Retry-After": "5"},
+        ) from None
 
 
 async def authenticate(state: ServerState, token: str | None) -> Principal:

@@ -12,9 +12,15 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Final
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
+from memdir._net import is_loopback_host
 from memdir.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memdir.memory import MaintenanceConfig
 
 __all__ = ["CONFIG_ENV", "IMPORT_LIMIT_MAX", "METRICS_TOKEN_ENV", "ServerSettings"]
 
@@ -50,6 +56,22 @@ class ServerSettings:
         job_threads: jobs running at once in one process (each tenant runs one at a time).
         import_limit: the largest archive an import takes, in bytes, sent and unpacked.
         import_max_files: the most files an imported archive may hold.
+        maintenance: maintain the tenants' namespaces in the background (see
+            :mod:`memdir.server.maintenance`); off when a cron job runs ``memdir maintain``.
+        sweep_interval: seconds between two passes over every namespace.
+        sweep_lease: seconds the sweep lease lasts without renewal: how soon another replica
+            takes over the passes when the sweeping one dies.
+        maintenance_interval: seconds between two full maintenance runs of a namespace.
+        consolidation_gap: the least seconds between two consolidations a flush asked for.
+        retention_days: ledgers older than this many days move to ``memory/archive/``.
+        session_retention_days: session logs older than this many days are deleted.
+        jwks_url: take bearer JWTs signed by the keys published here (``https://``; ``None``:
+            memdir keys only); needs ``jwt_issuer`` and ``jwt_audience``.
+        jwt_issuer: the ``iss`` a JWT must have.
+        jwt_audience: the ``aud`` a JWT must have.
+        jwt_tenant_claim: the claim of a JWT naming its tenant.
+        jwt_namespace_claim: the claim of a JWT naming the one namespace it reaches (optional
+            in a token).
         idempotency_ttl: seconds the answer of a write with an ``Idempotency-Key`` is kept.
         idempotency_lease: seconds a write's claim of its key holds without being renewed
             (it is renewed while the write runs): how soon a retry may take over from a
@@ -84,6 +106,18 @@ class ServerSettings:
     job_threads: int = 4
     import_limit: int = 256 << 20
     import_max_files: int = 10_000
+    maintenance: bool = True
+    sweep_interval: float = 60.0
+    sweep_lease: float = 120.0
+    maintenance_interval: float = 6 * 3600.0
+    consolidation_gap: float = 30 * 60.0
+    retention_days: int = 90
+    session_retention_days: int = 180
+    jwks_url: str | None = None
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    jwt_tenant_claim: str = "memdir_tenant"
+    jwt_namespace_claim: str = "memdir_namespace"
     idempotency_ttl: float = 86_400.0
     idempotency_lease: float = 30.0
     rate: float = 100.0
@@ -108,6 +142,9 @@ class ServerSettings:
             "graceful_timeout",
             "key_poll_seconds",
             "job_timeout",
+            "sweep_interval",
+            "sweep_lease",
+            "maintenance_interval",
             "idempotency_ttl",
             "idempotency_lease",
             "quota_refresh",
@@ -140,8 +177,38 @@ class ServerSettings:
             )
         if self.import_max_files < 1:
             raise ConfigError(f"--import-max-files must be positive, not {self.import_max_files}")
+        if not (math.isfinite(self.consolidation_gap) and self.consolidation_gap >= 0):
+            raise ConfigError(
+                f"--consolidation-gap must be 0 or more seconds, not {self.consolidation_gap}"
+            )
+        for name in ("retention_days", "session_retention_days"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1 day, not {getattr(self, name)}")
         if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
             raise ConfigError("--ssl-certfile and --ssl-keyfile go together")
+        self._check_jwt()
+
+    def _check_jwt(self) -> None:
+        given = [self.jwks_url, self.jwt_issuer, self.jwt_audience]
+        if all(value is None for value in given):
+            return
+        if any(not value for value in given):
+            raise ConfigError(
+                "JWTs need --jwks-url, --jwt-issuer and --jwt-audience together (a token of "
+                "the issuer for another audience must not reach this server)"
+            )
+        assert self.jwks_url is not None
+        url = urlsplit(self.jwks_url)
+        if url.scheme != "https" and not (
+            url.scheme == "http" and is_loopback_host(url.hostname or "")
+        ):
+            raise ConfigError(
+                f"--jwks-url must be https:// (http:// only on loopback), not {self.jwks_url!r}: "
+                "whoever can change the keys on the way could sign tokens of any tenant"
+            )
+        for name in ("jwt_tenant_claim", "jwt_namespace_claim"):
+            if not getattr(self, name).strip():
+                raise ConfigError(f"--{name.replace('_', '-')} must name a claim")
 
     def metrics_token(self) -> str | None:
         """The token ``/metrics`` needs: ``$MEMDIR_METRICS_TOKEN``, else the first line of
@@ -173,6 +240,21 @@ class ServerSettings:
     def scheme(self) -> str:
         """``https`` with a certificate, else ``http``."""
         return "https" if self.ssl_certfile else "http"
+
+    @property
+    def maintenance_config(self) -> MaintenanceConfig:
+        """The maintenance of a namespace, as these settings define it."""
+        from memdir.memory import MaintenanceConfig
+
+        return MaintenanceConfig(
+            interval=timedelta(seconds=self.maintenance_interval),
+            consolidation_min_gap=timedelta(seconds=self.consolidation_gap),
+            daily_file_retention_days=self.retention_days,
+            session_retention_days=self.session_retention_days,
+            max_memory_tokens=self.max_memory_tokens,
+            # the vectors of a run stop in time for the rest of the job to end within its timeout
+            embed_time_budget=timedelta(seconds=min(300.0, self.job_timeout / 2)),
+        )
 
     def to_env(self) -> str:
         """The settings as the JSON of ``$MEMDIR_SERVE_CONFIG``."""

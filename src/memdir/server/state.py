@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 
 from fastapi import Request
 
-from memdir.server.auth import KeyAuthenticator
+from memdir.server.auth import JwtAuthenticator, KeyAuthenticator
 from memdir.server.idempotency import IdempotencyStore
 from memdir.server.jobs import JobRunner
 from memdir.server.limits import TenantLimiter
+from memdir.server.maintenance import MaintenanceSweeper
 from memdir.server.models import ModelFactory
 from memdir.server.pool import NamespacePool
 from memdir.server.quotas import UsageMeter
@@ -40,6 +41,8 @@ class ServerState:
         usage: each tenant's storage, against its quotas.
         metrics: the Prometheus metrics.
         metrics_token: the bearer token ``/metrics`` needs (``None``: loopback clients only).
+        sweeper: maintains the namespaces in the background (``None``: ``--no-maintenance``).
+        jwt: bearer JWTs to principals (``None``: no ``--jwks-url``, keys only).
         readiness: when readiness was last checked (``time.monotonic()``) and why the server
             was not ready then (``None``: it was).
     """
@@ -55,6 +58,8 @@ class ServerState:
     usage: UsageMeter
     metrics: Metrics
     metrics_token: str | None = None
+    sweeper: MaintenanceSweeper | None = None
+    jwt: JwtAuthenticator | None = None
     readiness: tuple[float, str | None] = (float("-inf"), None)
 
 

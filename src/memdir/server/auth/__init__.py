@@ -4,7 +4,9 @@
   record, :class:`Scope` and :class:`Grant`;
 - :mod:`._files` and :mod:`._postgres`: where a workspace keeps its keys;
 - :mod:`._authenticator`: bearer key to :class:`Principal`, with a cache that forgets revoked
-  keys within about a second.
+  keys within about a second;
+- :mod:`._jwt`: an identity provider's bearer JWT to :class:`Principal` (optional; it needs
+  PyJWT, imported when it is used).
 
 Nothing here needs the web framework: ``memdir keys`` uses it without the server extra.
 """
@@ -12,6 +14,7 @@ Nothing here needs the web framework: ``memdir keys`` uses it without the server
 from __future__ import annotations
 
 from memdir.server.auth._authenticator import AuthError, KeyAuthenticator, Principal
+from memdir.server.auth._jwt import IssuerUnavailable, JwtAuthenticator, looks_like_jwt
 from memdir.server.auth._keys import (
     KEY_PREFIX,
     Grant,
@@ -27,12 +30,15 @@ __all__ = [
     "KEY_PREFIX",
     "AuthError",
     "Grant",
+    "IssuerUnavailable",
+    "JwtAuthenticator",
     "KeyAuthenticator",
     "KeyRecord",
     "KeyStore",
     "Principal",
     "Scope",
     "check_tenant",
+    "looks_like_jwt",
     "mint_key",
     "open_key_store",
     "parse_key",

@@ -51,11 +51,12 @@ class Principal:
 
     Attributes:
         tenant: the tenant.
-        key_id: the key's public id.
+        key_id: the key's public id (a JWT's: ``jwt-`` and 16 hex digits of its issuer and
+            subject).
         scope: what the key may do.
         grant: the namespaces it reaches.
         expires_at: when the key expires (``None``: never).
-        via: how the caller was authenticated (``"key"``).
+        via: how the caller was authenticated: ``"key"`` or ``"jwt"``.
     """
 
     tenant: str

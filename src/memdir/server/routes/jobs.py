@@ -19,7 +19,6 @@ from memdir.compaction import (
     ConversationCompactor,
 )
 from memdir.memory import (
-    MaintenanceConfig,
     MemoryConsolidator,
     MemoryFlushManager,
     MemoryMaintenanceScheduler,
@@ -30,6 +29,7 @@ from memdir.memory._lease import Lease
 from memdir.messages import Msg, stable_ids, to_anthropic, to_openai
 from memdir.models import ChatModel
 from memdir.server.auth import Scope
+from memdir.server.maintenance import consolidator
 from memdir.server.policy import BoundNamespace, MemdirRouter, Policy
 from memdir.server.problems import Problem
 from memdir.server.routes.sessions import MESSAGES_LIMIT
@@ -87,8 +87,13 @@ def _flusher(ws: Workspace, model: ChatModel) -> MemoryFlushManager:
 
 
 def _consolidator(ws: Workspace, state: ServerState, model: ChatModel) -> MemoryConsolidator:
-    budget = state.settings.max_memory_tokens
-    return MemoryConsolidator(ws, model, max_memory_tokens=budget, index=shared_index(ws))
+    return consolidator(ws, state.settings, model)
+
+
+def _soon(state: ServerState, ns: str) -> None:
+    """A flush may have asked for a consolidation: this process's sweeper serves it first."""
+    if state.sweeper is not None:
+        state.sweeper.soon(ns)
 
 
 def _messages(body: FlushIn, session_id: str) -> list[Msg]:
@@ -116,7 +121,10 @@ async def flush(bound: BoundNamespace, body: FlushIn, request: Request) -> Flush
         done = await _flusher(ws, state.model()).flush_memories(msgs, session_id=session_id)
         return FlushOut.model_validate(done)
 
-    return await state.jobs.run(bound.principal.tenant, "flush", job)
+    try:
+        return await state.jobs.run(bound.principal.tenant, "flush", job)
+    finally:
+        _soon(state, bound.ns)
 
 
 def _compaction_config(body: CompactIn) -> CompactionConfig:
@@ -163,7 +171,10 @@ async def compact(
         tokens = compactor.measure(msgs)[1]
         return _compacted(body.format, session_id, msgs, tokens, result, failed)
 
-    return await state.jobs.run(bound.principal.tenant, "compaction", job)
+    try:
+        return await state.jobs.run(bound.principal.tenant, "compaction", job)
+    finally:
+        _soon(state, bound.ns)
 
 
 def _compacted(
@@ -249,7 +260,7 @@ async def run_maintenance(
     busy``."""
     state = server_state(request)
     dry_run = body is not None and body.dry_run
-    config = MaintenanceConfig(max_memory_tokens=state.settings.max_memory_tokens)
+    config = state.settings.maintenance_config
     ws = bound.ws
 
     async def job() -> MaintenanceReportOut:
