@@ -362,7 +362,19 @@ class MemoryConsolidator:
         run.entries += len(entries)
         run.batches += 1
         if not dry_run:
-            self._log("applied", None, run, entries, (), dry_run=False, diff=diff, trimmed=trimmed)
+            counts = {"invented_ids": book.invented, "unsourced": book.unsourced}
+            counts["quoted"] = book.quoted
+            self._log(
+                "applied",
+                None,
+                run,
+                entries,
+                (),
+                dry_run=False,
+                diff=diff,
+                trimmed=trimmed,
+                provenance=counts,
+            )
             self._reindex()
         return None, final
 
@@ -436,6 +448,7 @@ class MemoryConsolidator:
         dry_run: bool,
         diff: EntryDiff | None = None,
         trimmed: list[str] | None = None,
+        provenance: dict[str, int] | None = None,
     ) -> None:
         if dry_run:
             return
@@ -452,6 +465,7 @@ class MemoryConsolidator:
             diff=diff,
             trimmed=trimmed or [],
             history=run.history,
+            provenance=provenance,
         )
 
     def _result(
