@@ -69,12 +69,13 @@ WRAPPER_TAGS = (
 
 _TAGS = "|".join(re.escape(t) for t in WRAPPER_TAGS)
 _ROLE_MARKER = re.compile(
-    r"<\|[^|<>\n]{1,40}\|>"  # <|im_start|>, <|system|>, <|eot_id|>
+    r"[<‹]\|[^|<>‹›\n]{1,40}\|[>›]"  # <|im_start|>, <|system|>, <|eot_id|> (or defanged)
+    r"|‹\s*/?\s*(?:INST|SYS|" + "|".join(re.escape(t) for t in WRAPPER_TAGS) + r")"
     r"|\[/?INST\]|<<\s*/?SYS\s*>>"
     rf"|<\s*/\s*(?:{_TAGS})\s*>"  # closing one of the wrappers
     rf"|<\s*(?:system|assistant|instructions)\b[^<>\n]{{0,40}}>"
     r"|(?:^|\n|[:：]\s*)\s*#{1,6}\s*(?:system|assistant|instructions?)\b"
-    r"|(?:^|\n)\s*(?:【\s*系统\s*】|系统(?:消息|提示|指令)\s*[:：])",
+    r"|【\s*系统\s*】|(?:^|\n|[:：\s])\s*系统(?:消息|提示|指令)?\s*[:：]",
     re.IGNORECASE,
 )
 _CASED_ROLE = re.compile(r"(?:^|\n|[\]:：]\s*)(?:SYSTEM|ASSISTANT)\s*[:：]")
@@ -90,7 +91,8 @@ _OVERRIDE = re.compile(
     r"|\b(?:do not|don't|never) (?:tell|inform|alert|warn) the user\b"
     r"|\bwithout (?:telling|informing|alerting) the user\b"
     r"|\b(?:send|exfiltrate|upload|post|forward|email|transmit)\b[^.\n]{0,50}?"
-    r"\b(?:api keys?|credentials|passwords?|secrets?|tokens?|ssh keys?)\b"
+    r"(?:\bapi keys?\b|\bcredentials\b|\bpasswords?\b|\bsecrets?\b|\btokens?\b|\bssh keys?\b|"
+    r"~/\.ssh|\.ssh\b|\bid_rsa\b|\.env\b)"
     r"|(?:忽略|无视|忘记|忘掉|不要理会|跳过|覆盖)[^。\n]{0,12}?"
     r"(?:之前|以上|上面|先前|所有|全部|前面|系统|原有)[^。\n]{0,10}?"
     r"(?:指令|指示|提示|说明|规则|设定|要求)"
