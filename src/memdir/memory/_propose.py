@@ -8,7 +8,7 @@ the shortest over-budget answer is returned for the caller to trim. An answer cu
 output limit is never used as it is. An answer of headings only is a valid, empty file (the
 caller decides whether it may replace the old one).
 
-The ``[src: …]`` ids the model ends its bullets with (:mod:`memdir.provenance._markers`) are
+The ``[src: …]`` ids the model ends its bullets with (:mod:`memdir.memory._markers`) are
 taken off the answer first, and handed back by bullet; a follow-up shows them again.
 """
 
@@ -22,10 +22,10 @@ from memdir.memory._answer import describe_error, valid_unicode
 from memdir.memory._budget import tidy
 from memdir.memory._entries import parse_bullets
 from memdir.memory._guards import consolidation_scaffold, screen_memory, unwrap_memory
+from memdir.memory._markers import mark_bullets, strip_markers
 from memdir.memory._prompts import shorten_request
 from memdir.messages import Msg
 from memdir.models import CURRENT_KEY, ChatModel, generate_patiently
-from memdir.provenance._markers import mark_bullets, strip_markers
 
 __all__ = ["Proposal", "propose"]
 

@@ -44,10 +44,10 @@ from memdir.memory._prompts import (
     consolidation_request,
 )
 from memdir.memory._propose import propose
+from memdir.memory._sources import SourceBook
 from memdir.memory._state import ConsolidationState, FileMark, LedgerSlice, read_new_slices, sha256
 from memdir.memory._testpoint import pause_point
 from memdir.models import AUTO, ChatModel, Patience, check_patience, resolve_patience
-from memdir.provenance._book import SourceBook
 from memdir.provenance._records import MemoryRecord, load_memory_records, save_records
 from memdir.redact import Redactor
 from memdir.store.workspace import MEMORY_MD, Workspace

@@ -28,8 +28,7 @@ from memdir.memory._checks import check_callable, check_int
 from memdir.memory._entries import diff_entries, parse_bullets
 from memdir.memory._history import save_version, write_log
 from memdir.memory._testpoint import pause_point
-from memdir.provenance._book import reconcile
-from memdir.provenance._records import load_memory_records, save_records
+from memdir.provenance._records import load_memory_records, reconcile, save_records
 from memdir.redact import Redactor
 from memdir.store.workspace import MEMORY_MD, Workspace
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memdir.memory._entries import tokens
 from memdir.messages import Msg
 from memdir.provenance._trust import ORIGINS, least_trusted
+from memdir.store.ledger import bullet_words
 
 __all__ = ["Attribution", "attribute"]
 
@@ -51,13 +51,13 @@ def attribute(bullet: str, messages: Sequence[Msg], *, origin: str | None = None
     When no message holds enough of the bullet's words, no message is named and the origin
     is the least trusted of all of them: a bullet is never given a source it may not have.
     """
-    wanted = tokens(bullet)
+    wanted = bullet_words(bullet)
     scored: list[tuple[float, Msg, str]] = []
     for msg in messages:
         for text, kind in _segments(msg):
             if not text.strip() or not wanted:
                 continue
-            score = len(wanted & tokens(text)) / len(wanted)
+            score = len(wanted & bullet_words(text)) / len(wanted)
             scored.append((score, msg, kind))
     best = max((s for s, _, _ in scored), default=0.0)
     if best < _FLOOR:

@@ -24,9 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from memdir.memory._entries import tokens
 from memdir.provenance._trust import ORIGINS, least_trusted
-from memdir.store.ledger import normalize_bullet
+from memdir.store.ledger import bullet_words, normalize_bullet, parse_bullets
 from memdir.store.workspace import MEMORY_DIR, Workspace
 
 __all__ = [
@@ -42,6 +41,7 @@ __all__ = [
     "load_memory_records",
     "match_record",
     "read_ledger_records",
+    "reconcile",
     "save_memory_records",
     "save_records",
 ]
@@ -61,7 +61,7 @@ def bullet_id(text: str) -> str:
 
 def fingerprint(text: str) -> tuple[str, ...]:
     """Short hashes of the words of a bullet (enough to match a rewording, not the text)."""
-    return tuple(sorted({hashlib.sha256(t.encode()).hexdigest()[:8] for t in tokens(text)}))
+    return tuple(sorted({hashlib.sha256(t.encode()).hexdigest()[:8] for t in bullet_words(text)}))
 
 
 def _origin(value: Any) -> str:
@@ -315,3 +315,36 @@ def match_record(
     if best is not None and best_score >= _EDITED:
         return Match(best, edited=True, score=best_score)
     return Match(None)
+
+
+def reconcile(text: str, records: Mapping[str, MemoryRecord], at: str) -> list[MemoryRecord]:
+    """A record for every bullet of a ``MEMORY.md`` text, in file order.
+
+    A bullet keeps its record when its id has one; a bullet a person reworded takes the
+    record of the bullet it rewords (kind ``edited``, same sources); any other is
+    ``unsourced``.
+    """
+    bullets = parse_bullets(text)
+    present = {bullet_id(b.text) for b in bullets} & set(records)
+    out: list[MemoryRecord] = []
+    for bullet in bullets:
+        found = match_record(bullet.text, records, present)
+        ident = bullet_id(bullet.text)
+        if found.record is None:
+            out.append(
+                MemoryRecord(id=ident, kind="unsourced", words=fingerprint(bullet.text), at=at)
+            )
+        elif found.edited:
+            present.add(found.record.id)  # one rewording per recorded bullet
+            out.append(
+                MemoryRecord(
+                    id=ident,
+                    kind="edited",
+                    sources=found.record.sources,
+                    words=fingerprint(bullet.text),
+                    at=at,
+                )
+            )
+        else:
+            out.append(found.record)
+    return out

@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memdir.errors import SessionLogError, ToolInputError
-from memdir.memory._entries import Bullet, parse_bullets
-from memdir.provenance._book import reconcile
 from memdir.provenance._records import (
     LedgerRecord,
     MemoryRecord,
     bullet_id,
     load_memory_records,
     read_ledger_records,
+    reconcile,
 )
 from memdir.sessions import SessionLog
+from memdir.store.ledger import Bullet, parse_bullets
 from memdir.store.workspace import MEMORY_DIR, MEMORY_MD, Workspace
 from memdir.tools._core import parse_citation, read_memory
 

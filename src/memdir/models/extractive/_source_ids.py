@@ -1,7 +1,7 @@
 """The source-id marker of consolidation requests and answers: ``[src: e3, m1]``.
 
 Defined here, free of other memdir imports, because the offline model reads and writes it
-as any model does; :mod:`memdir.provenance._markers` builds on it.
+as any model does; :mod:`memdir.memory._markers` builds on it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 :class:`SourceBook` gives each new ledger entry an id ``e<n>`` (its ledger line and that
 line's record) and each bullet of the current ``MEMORY.md`` an id ``m<n>`` (its record). The
-request shows them as ``[src: …]`` markers (:mod:`memdir.provenance._markers`); from the
+request shows them as ``[src: …]`` markers (:mod:`memdir.memory._markers`); from the
 answer's markers it builds each new bullet's :class:`MemoryRecord`: ids it did not give are
 dropped (and counted), and a bullet left with no valid id is ``unsourced`` unless its text is
 exactly that of an entry or of a bullet already in ``MEMORY.md`` (then it is that bullet).
@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memdir.memory._entries import parse_bullets
-from memdir.provenance._markers import add_marker, mark_bullets
+from memdir.memory._markers import add_marker, mark_bullets
 from memdir.provenance._records import (
     LedgerRecord,
     MemoryRecord,
@@ -23,14 +23,14 @@ from memdir.provenance._records import (
     bullet_id,
     fingerprint,
     load_memory_records,
-    match_record,
     read_ledger_records,
+    reconcile,
 )
 from memdir.provenance._trust import guard, risk
 from memdir.store.ledger import normalize_bullet
 from memdir.store.workspace import Workspace
 
-__all__ = ["Entry", "SourceBook", "reconcile"]
+__all__ = ["Entry", "SourceBook"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,39 +40,6 @@ class Entry:
     alias: str
     text: str
     ref: SourceRef
-
-
-def reconcile(text: str, records: Mapping[str, MemoryRecord], at: str) -> list[MemoryRecord]:
-    """A record for every bullet of a ``MEMORY.md`` text, in file order.
-
-    A bullet keeps its record when its id has one; a bullet a person reworded takes the
-    record of the bullet it rewords (kind ``edited``, same sources); any other is
-    ``unsourced``.
-    """
-    bullets = parse_bullets(text)
-    present = {bullet_id(b.text) for b in bullets} & set(records)
-    out: list[MemoryRecord] = []
-    for bullet in bullets:
-        found = match_record(bullet.text, records, present)
-        ident = bullet_id(bullet.text)
-        if found.record is None:
-            out.append(
-                MemoryRecord(id=ident, kind="unsourced", words=fingerprint(bullet.text), at=at)
-            )
-        elif found.edited:
-            present.add(found.record.id)  # one rewording per recorded bullet
-            out.append(
-                MemoryRecord(
-                    id=ident,
-                    kind="edited",
-                    sources=found.record.sources,
-                    words=fingerprint(bullet.text),
-                    at=at,
-                )
-            )
-        else:
-            out.append(found.record)
-    return out
 
 
 @dataclass(slots=True)
