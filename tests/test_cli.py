@@ -79,6 +79,7 @@ def test_search_json(root: Path) -> None:
         "score",
         "heading",
         "archived",
+        "sources",  # where the hit's bullets came from (provenance)
     }
     assert top["citation"] == f"{top['path']}#L{top['line_number']}-L{top['line_end']}"
     file_lines = (root / top["path"]).read_text(encoding="utf-8").split("\n")
@@ -325,7 +326,7 @@ def test_an_os_error_is_one_line_and_exit_1_and_minus_v_shows_it(
 ) -> None:
     import memdir.tools._core
 
-    def disk_full(*args: object) -> None:
+    def disk_full(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(memdir.tools._core, "add_memory", disk_full)

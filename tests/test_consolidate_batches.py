@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import date
 
 import pytest
@@ -72,7 +73,8 @@ async def test_one_giant_line_is_sent_clipped_not_whole(ws: Workspace) -> None:
     assert result.skipped is None and result.entries == 3
     assert model.calls and all(len(ledger_text(call)) <= 10_000 + 100 for call in model.calls)
     clipped = next(ledger_text(c) for c in model.calls if "pasted log" in ledger_text(c))
-    assert clipped.rstrip().endswith("… (full text in memory/2026-11-30.md)")
+    # The clipped line keeps the pointer to its ledger, then the entry's source id.
+    assert re.search(r"… \(full text in memory/2026-11-30\.md\) \[src: e\d+\]$", clipped.rstrip())
     assert "x" * 300_000 in ws.read_text("memory/2026-11-30.md")  # the ledger keeps it whole
 
 

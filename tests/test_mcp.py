@@ -27,6 +27,7 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "workspace"
 TIMEOUT = 60
 SESSION_TOOLS = ("session_search", "session_list", "session_history")
+WHY_TOOLS = ("memory_why",)  # provenance: where a bullet came from
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +51,7 @@ async def test_in_memory_client_sees_the_tools_and_their_schemas(sample: Workspa
     with anyio.fail_after(TIMEOUT):
         async with Client(create_server(sample)) as client:
             listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(listed) == {"memory_search", "memory_get", "memory_add", *SESSION_TOOLS}
+    assert set(listed) == {"memory_search", "memory_get", "memory_add", *SESSION_TOOLS, *WHY_TOOLS}
     for name, tool in listed.items():
         assert tool.description == TOOL_DESCRIPTIONS[name]
         ours = TOOL_SCHEMAS[name]
@@ -128,7 +129,7 @@ async def test_read_only_server_has_no_add(sample: Workspace) -> None:
     with anyio.fail_after(TIMEOUT):
         async with Client(create_server(sample, read_only=True)) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
-    assert names == {"memory_search", "memory_get", *SESSION_TOOLS}
+    assert names == {"memory_search", "memory_get", *SESSION_TOOLS, *WHY_TOOLS}
 
 
 async def test_each_call_uses_the_workspace_its_resolver_gives(ws: Workspace) -> None:
@@ -170,7 +171,7 @@ async def test_memdir_mcp_over_stdio(sample: Workspace) -> None:
         async with Client(params, read_timeout_seconds=TIMEOUT) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
             found = await client.call_tool("memory_search", {"query": "Moganshan offsite"})
-    assert names == {"memory_search", "memory_get", "memory_add", *SESSION_TOOLS}
+    assert names == {"memory_search", "memory_get", "memory_add", *SESSION_TOOLS, *WHY_TOOLS}
     assert not found.is_error
     assert text_of(found).startswith('2 results for "Moganshan offsite"')
     assert "memory/2026-11-24.md#L2-L2" in text_of(found)

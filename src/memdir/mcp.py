@@ -34,6 +34,7 @@ from memdir.tools import (
     memory_add,
     memory_get,
     memory_search,
+    memory_why,
     session_history,
     session_list,
     session_search,
@@ -64,6 +65,7 @@ _READ_ONLY = {
     "session_search": True,
     "session_list": True,
     "session_history": True,
+    "memory_why": True,
 }
 
 
@@ -183,6 +185,9 @@ def create_server(
     ) -> str:
         return checked(memory_get(given("path", path), start_line, num_lines, workspace=ws()))
 
+    def why(path: Annotated[Any, arg("memory_why", "path")] = None) -> str:
+        return checked(memory_why(given("path", path), workspace=ws()))
+
     def add(text: Annotated[Any, arg("memory_add", "text")] = None) -> str:
         return checked(memory_add(given("text", text), workspace=ws(True)))
 
@@ -223,6 +228,7 @@ def create_server(
         "session_search": search_sessions,
         "session_list": list_sessions,
         "session_history": history,
+        "memory_why": why,
     }
     for name, fn in wrappers.items():
         if read_only and not _READ_ONLY[name]:

@@ -1,4 +1,4 @@
-"""``memdir init`` and ``memdir add``."""
+"""``memdir init``, ``memdir add`` and ``memdir why``."""
 
 from __future__ import annotations
 
@@ -37,9 +37,33 @@ def add(state: CliState, text: str) -> None:
     raw = sys.stdin.read() if text == "-" else text
     if not raw.strip():
         raise MemdirError("nothing to add: the text is blank")
-    result = add_memory(state.workspace(), raw)
+    result = add_memory(state.workspace(), raw, origin="person")
     click.echo(result.citation)
     if result.masked:
         info(masked_note(result.masked))
     if result.index_error:
         info(f"warning: saved, but the search index was not updated: {result.index_error}")
+
+
+@click.command(epilog=EXIT_HELP)
+@click.argument("citation")
+@click.option("--json", "as_json", is_flag=True, help="Print the chain as JSON.")
+@pass_state
+def why(state: CliState, citation: str, as_json: bool) -> None:
+    """Show where the bullet at CITATION came from, down to the conversation.
+
+    CITATION is a line of MEMORY.md or of a daily ledger: MEMORY.md#L12,
+    memory/2026-11-30.md#L3 (or MEMORY.md:12). Each step prints its citation, its text, its
+    origin (user, model, tool, ingest, person, client, unknown) and how it came to be.
+    """
+    import dataclasses
+    import json
+
+    from memdir.provenance._why import render
+    from memdir.provenance._why import why as chain_of
+
+    chain = chain_of(state.workspace(), citation)
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(chain), ensure_ascii=False, indent=1))
+    else:
+        click.echo(render(chain))

@@ -25,6 +25,7 @@ from typing import Any
 
 from memdir.messages import SUMMARY_NAME, Msg, TextBlock
 from memdir.messages._render import render_message
+from memdir.provenance._trust import escape_tags
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
@@ -92,11 +93,16 @@ What remains to do, starting with what the assistant was doing when this summary
 
 
 def render_messages(msgs: Sequence[Msg], *, previous_summary: str | None = None) -> str:
-    """The transcript placed in the prompt's ``{messages}``, previous summary first."""
+    """The transcript placed in the prompt's ``{messages}``, previous summary first.
+
+    The quoted text cannot close the prompt's wrappers (``</messages>``…): their tags in it
+    are escaped (:func:`memdir.provenance.escape_tags`).
+    """
     chunks: list[str] = []
     if previous_summary and previous_summary.strip():
-        chunks.append(f"<previous_summary>\n{previous_summary.strip()}\n</previous_summary>")
-    chunks.extend(render_message(m) for m in msgs)
+        quoted = escape_tags(previous_summary.strip())
+        chunks.append(f"<previous_summary>\n{quoted}\n</previous_summary>")
+    chunks.extend(escape_tags(render_message(m)) for m in msgs)
     return "\n\n".join(chunks)
 
 

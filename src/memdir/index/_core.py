@@ -351,7 +351,9 @@ class MemoryIndex:
                     engine, words, near[:depth], limit, weight=weight, rows=rows, hidden=hidden
                 )
 
-        return self._run(go, writes=False)
+        from memdir.provenance._why import with_sources  # reads the memory package: lazily
+
+        return with_sources(self.workspace, self._run(go, writes=False))
 
     def _query_side(
         self, texts: Sequence[str], terms: Sequence[Term]

@@ -27,6 +27,11 @@ class SearchHit:
             vector-similarity rank instead: ``1 / (10 + lexical rank) + 0.7 / (10 + vector rank)``.
         heading: text of the nearest Markdown heading above the span (without ``#``), if any.
         archived: the file lives in ``memory/archive/``.
+        sources: where the span's bullets came from (:mod:`memdir.provenance`): for
+            ``MEMORY.md`` the ledger lines (``memory/2026-11-30.md#L5``), for a ledger the
+            session messages (``sessions/<id>.log.jsonl#<message id>``) or how it was added
+            (``added by a person (memdir add)``), ``unsourced`` when nothing is known; empty
+            for a span without bullets. ``memdir why`` follows them to the conversation.
     """
 
     path: str
@@ -36,6 +41,7 @@ class SearchHit:
     score: float
     heading: str | None = None
     archived: bool = False
+    sources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -306,6 +306,7 @@ async def ingest(
     )
     if agent.flush_manager is not None:
         agent.flush_manager.redactor = mask
+        agent.flush_manager.origin = "ingest"  # an ingested file is not the user speaking
     replayer = Replayer(agent, clock)
     paths = list(paths)
     files = expand_paths(paths)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from memdir.models.extractive._supersede import superseded_pairs
-from memdir.store.ledger import normalize_bullet
+from memdir.store.ledger import Bullet, bullet_words, normalize_bullet, parse_bullets
 
 __all__ = [
     "Bullet",
@@ -24,27 +24,8 @@ __all__ = [
     "strip_fence",
 ]
 
-_BULLET = re.compile(r"^(\s{0,3})(?:[-*+•]|\d{1,3}[.)])\s+(.*)$")
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*```[\w+-]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 _SIMILAR = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class Bullet:
-    """One list item: its text (marker removed, continuations joined), heading and lines."""
-
-    text: str
-    heading: str | None
-    first_line: int  # 0-based, inclusive
-    last_line: int  # 0-based, inclusive
-
-    @property
-    def key(self) -> str:
-        """The normalized text used for equality."""
-        return normalize_bullet(self.text)
 
 
 def strip_fence(text: str) -> str:
@@ -53,52 +34,7 @@ def strip_fence(text: str) -> str:
     return match.group(1) if match else text
 
 
-def parse_bullets(text: str) -> list[Bullet]:
-    """Every bullet of ``text`` in order. Lines inside code fences are not bullets."""
-    bullets: list[Bullet] = []
-    heading: str | None = None
-    lines = text.splitlines()
-    in_code = False
-    current: list[str] = []
-    start = last = -1
-
-    def close() -> None:
-        nonlocal current
-        if current:
-            body = " ".join(part.strip() for part in current if part.strip())
-            if body:
-                bullets.append(Bullet(body, heading, start, last))
-        current = []
-
-    for number, line in enumerate(lines):
-        if line.lstrip().startswith("```"):
-            close()
-            in_code = not in_code
-            continue
-        if in_code:
-            continue
-        match = _BULLET.match(line)
-        if match:
-            close()
-            current, start, last = [match.group(2)], number, number
-            continue
-        head = _HEADING.match(line)
-        if head:
-            close()
-            heading = head.group(2) or None
-            continue
-        if current and line.strip() and line[:1].isspace():
-            current.append(line)
-            last = number
-            continue
-        close()
-    close()
-    return bullets
-
-
-def tokens(text: str) -> set[str]:
-    """Words (CJK: characters) of a normalized bullet."""
-    return set(_TOKEN.findall(normalize_bullet(text)))
+tokens = bullet_words
 
 
 @dataclass(frozen=True, slots=True)

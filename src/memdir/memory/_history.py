@@ -67,8 +67,12 @@ def log_run(
     diff: EntryDiff | None = None,
     trimmed: Sequence[str] = (),
     history: str | None = None,
+    provenance: dict[str, int] | None = None,
 ) -> None:
     """Record one consolidation run (``diff`` when applied, ``removed`` when refused for them).
+
+    ``provenance`` counts, for an applied run, the source ids the model invented (dropped),
+    the bullets left unsourced and those quoted as untrusted instructions.
 
     A failure to write is logged, not raised: the run itself is already done or refused.
     """
@@ -98,6 +102,8 @@ def log_run(
             after_chars=len(ws.read_text(MEMORY_MD)),
             history=history,
         )
+        if provenance is not None:
+            record["provenance"] = provenance
     elif removed:
         record.update(would_remove=list(removed), counts={"would_remove": len(removed)})
     try:

@@ -7,6 +7,9 @@ the budget is sent back once to be shortened, and when the follow-up fails or is
 the shortest over-budget answer is returned for the caller to trim. An answer cut off by the
 output limit is never used as it is. An answer of headings only is a valid, empty file (the
 caller decides whether it may replace the old one).
+
+The ``[src: …]`` ids the model ends its bullets with (:mod:`memdir.memory._markers`) are
+taken off the answer first, and handed back by bullet; a follow-up shows them again.
 """
 
 from __future__ import annotations
@@ -19,16 +22,20 @@ from memdir.memory._answer import describe_error, valid_unicode
 from memdir.memory._budget import tidy
 from memdir.memory._entries import parse_bullets
 from memdir.memory._guards import consolidation_scaffold, screen_memory, unwrap_memory
+from memdir.memory._markers import mark_bullets, strip_markers
 from memdir.memory._prompts import shorten_request
 from memdir.messages import Msg
 from memdir.models import CURRENT_KEY, ChatModel, generate_patiently
 
-__all__ = ["propose"]
+__all__ = ["Proposal", "propose"]
 
 log = logging.getLogger("memdir.memory")
 
 _HEADING = re.compile(r"^#{1,6}\s+\S")
 _TRUNCATED = {"length", "max_tokens", "max_output_tokens"}
+
+Proposal = tuple[str | None, str, dict[str, list[str]]]
+"""``(text, "", ids by bullet key)`` or ``(None, why, {})``."""
 
 
 async def propose(
@@ -40,8 +47,8 @@ async def propose(
     max_output_tokens: int,
     timeout: float | None,
     redactor: Callable[[str], str],
-) -> tuple[str | None, str]:
-    """Ask the model, and once more if over budget: ``(text, "")`` or ``(None, why)``.
+) -> Proposal:
+    """Ask the model, and once more if over budget: ``(text, "", ids)`` or ``(None, why, {})``.
 
     The text is unwrapped (fence, ``<MEMORY.md>`` tags), redacted, screened and tidied. An
     over-budget text is returned when the follow-up fails or is still over (the caller trims
@@ -52,7 +59,15 @@ async def propose(
     current = request.metadata.get(CURRENT_KEY)
     current = current if isinstance(current, str) else ""
     candidates: list[str] = []
+    ids: dict[str, list[str]] = {}
     conversation: list[Msg] = [request]
+
+    def best() -> Proposal:
+        return min(candidates, key=len), "", ids
+
+    def failed(why: str) -> Proposal:
+        return best() if candidates else (None, why, {})
+
     for attempt in range(2):
         try:
             response = await generate_patiently(
@@ -67,13 +82,13 @@ async def propose(
                 "consolidation: the model made no progress for %g s; nothing changed",
                 timeout,
             )
-            return (min(candidates, key=len), "") if candidates else (None, "timeout")
+            return failed("timeout")
         except Exception as exc:
             log.warning(
                 "consolidation: the model call failed (%s); nothing changed",
                 describe_error(exc),
             )
-            return (min(candidates, key=len), "") if candidates else (None, "model_error")
+            return failed("model_error")
         raw = response.text
         if len(raw) > hard_limit:
             log.warning(
@@ -81,40 +96,44 @@ async def propose(
                 len(raw),
                 max_chars,
             )
-            if candidates:
-                return min(candidates, key=len), ""
-            return None, "oversized_answer"
+            return failed("oversized_answer")
+        clean, given = strip_markers(redactor(valid_unicode(unwrap_memory(raw))))
+        for key, names in given.items():  # a later answer's ids add to an earlier one's
+            ids[key] = list(dict.fromkeys([*names, *ids.get(key, [])]))
         body, note = screen_memory(
-            redactor(valid_unicode(unwrap_memory(raw))),
+            clean,
             consolidation_scaffold(system=system, conversation=conversation, max_chars=max_chars),
             current=current,
         )
         if body is None:
             log.warning("consolidation: refused the answer: %s; nothing changed", note)
-            return (min(candidates, key=len), "") if candidates else (None, "unusable_answer")
+            return failed("unusable_answer")
         if note:
             log.warning("consolidation: in the answer, %s", note)
         if body and all(_HEADING.match(ln) for ln in body.splitlines() if ln.strip()):
             # A well-formed file with no entries at all (every one left out, e.g. for size):
             # a valid answer; the caller refuses it if it would drop existing bullets.
-            return body + "\n", ""
+            return body + "\n", "", ids
         text = tidy(body)
         if not text.strip():
             log.warning("consolidation: the model's answer was blank; nothing changed")
-            return (min(candidates, key=len), "") if candidates else (None, "blank_answer")
+            return failed("blank_answer")
         if not parse_bullets(text):
             log.warning("consolidation: the answer has no bullet list; nothing changed")
-            if candidates:
-                return min(candidates, key=len), ""
-            return None, "unusable_answer"
+            return failed("unusable_answer")
         truncated = (response.stop_reason or "").lower() in _TRUNCATED
         if len(text) <= max_chars and not truncated:
-            return text, ""
+            return text, "", ids
         if not truncated:
             candidates.append(text)
         if attempt == 0:
-            conversation = list(shorten_request(previous=request, answer=text, max_chars=max_chars))
+            marked = mark_bullets(
+                text, {b.first_line: ids[b.key] for b in parse_bullets(text) if b.key in ids}
+            )
+            conversation = list(
+                shorten_request(previous=request, answer=text, max_chars=max_chars, marked=marked)
+            )
     if candidates:
-        return min(candidates, key=len), ""
+        return best()
     log.warning("consolidation: the answer was cut off twice; nothing changed")
-    return None, "unusable_answer"
+    return None, "unusable_answer", {}

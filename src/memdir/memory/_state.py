@@ -140,6 +140,7 @@ class LedgerSlice:
     end: int
     text: str
     mark: FileMark  # the mark once this slice is consumed
+    first_line: int = 1  # the ledger line the slice starts on (1-based)
 
 
 def sha256(data: bytes) -> str:
@@ -214,6 +215,7 @@ def read_new_slices(
                     end=cut,
                     text=data[piece_start:cut].decode("utf-8", errors="replace"),
                     mark=FileMark(offset=cut, sha256=sha256(data[:cut])),
+                    first_line=data.count(b"\n", 0, piece_start) + 1,
                 )
             )
             piece_start = cut

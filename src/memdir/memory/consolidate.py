@@ -20,6 +20,7 @@ Every run that reached the model is recorded in ``memory/.history/consolidation.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -43,9 +44,11 @@ from memdir.memory._prompts import (
     consolidation_request,
 )
 from memdir.memory._propose import propose
+from memdir.memory._sources import SourceBook
 from memdir.memory._state import ConsolidationState, FileMark, LedgerSlice, read_new_slices, sha256
 from memdir.memory._testpoint import pause_point
 from memdir.models import AUTO, ChatModel, Patience, check_patience, resolve_patience
+from memdir.provenance._records import MemoryRecord, load_memory_records, save_records
 from memdir.redact import Redactor
 from memdir.store.workspace import MEMORY_MD, Workspace
 
@@ -266,18 +269,28 @@ class MemoryConsolidator:
                 state.save(ws)
             run.batches += 1
             return None, current
+        # Every entry and every bullet of MEMORY.md goes with an id the answer must cite.
+        book = SourceBook.open(ws, current, _instant(ws))
+        aliases: list[str] = []
+        pieces: list[str] = []
         # Long lines are sent clipped, as their entries are: a line longer than a batch makes
         # a batch of its own, and no call may carry much more than max_input_chars of ledger.
         line_limit = min(limit, self.max_input_chars)
-        entries_text = "\n\n".join(
-            f"### {s.name}\n"
-            + "\n".join(_clip(line, line_limit, s.rel) for line in s.text.strip().split("\n"))
-            for s in batch
-        )
+        for s in batch:
+            sent, shown = book.add_entries(
+                ws, s.name, s.first_line, s.text, functools.partial(_clip_to, line_limit, s.rel)
+            )
+            aliases += sent
+            pieces.append(f"### {s.name}\n" + shown.strip())
         request = consolidation_request(
-            current=current, entries_text=entries_text, entries=entries, max_chars=self.max_chars
+            current=current,
+            entries_text="\n\n".join(pieces),
+            entries=entries,
+            max_chars=self.max_chars,
+            marked_current=book.mark_current(current),
+            entry_ids=aliases,
         )
-        new_text, reason = await propose(
+        new_text, reason, given = await propose(
             self.model,
             request,
             system=self.prompt,
@@ -319,6 +332,9 @@ class MemoryConsolidator:
             return "too_many_removals", current
         newest = {b.key for b in parse_bullets("\n".join(f"- {e}" for e in entries))}
         if proposed:
+            # What an untrusted origin made an instruction is quoted before the budget is
+            # applied, so that the file written is within it.
+            new_text, given = book.guard(new_text, given)
             fitted = fit_budget(new_text, self.max_chars, newest=newest)
         else:  # keep the file as it is (its prose, its title), or start it with the answer
             fitted = (current if current.strip() else new_text), []
@@ -337,7 +353,8 @@ class MemoryConsolidator:
                 self.max_chars,
             )
         if not dry_run:
-            skipped = self._commit(lease, state, marks, current, final, run)
+            records = book.records(final, given)
+            skipped = self._commit(lease, state, marks, current, final, run, records)
             if skipped is not None:
                 return skipped, current
         diff = diff_entries(old_bullets, [b.text for b in parse_bullets(final)])
@@ -345,7 +362,19 @@ class MemoryConsolidator:
         run.entries += len(entries)
         run.batches += 1
         if not dry_run:
-            self._log("applied", None, run, entries, (), dry_run=False, diff=diff, trimmed=trimmed)
+            counts = {"invented_ids": book.invented, "unsourced": book.unsourced}
+            counts["quoted"] = book.quoted
+            self._log(
+                "applied",
+                None,
+                run,
+                entries,
+                (),
+                dry_run=False,
+                diff=diff,
+                trimmed=trimmed,
+                provenance=counts,
+            )
             self._reindex()
         return None, final
 
@@ -357,6 +386,7 @@ class MemoryConsolidator:
         before: str,
         final: str,
         run: _Run,
+        records: list[MemoryRecord],
     ) -> str | None:
         ws = self.workspace
         if not lease.verify():
@@ -369,6 +399,7 @@ class MemoryConsolidator:
             log.warning("consolidation: MEMORY.md changed during the run; it was left as is")
             return "memory_changed"
         if final == before:
+            save_records(ws, records, keep=())
             state.files.update(marks)
             state.save(ws)
             return None
@@ -379,6 +410,10 @@ class MemoryConsolidator:
         state.pending_sha256 = sha256(encoded)
         state.pending_files = dict(marks)
         state.save(ws)
+        # The records go first, with the old ones kept: a crash after the replace leaves every
+        # bullet of either file with its record; the old ones are dropped after it.
+        old = load_memory_records(ws)
+        save_records(ws, records, keep=old.values())
         # A compare-and-swap: an edit made since the read above (a person, another writer)
         # is kept, never overwritten; its entries are consolidated by the next run.
         if not ws.replace_if(MEMORY_MD, final, found.version if found is not None else None):
@@ -389,6 +424,7 @@ class MemoryConsolidator:
         pause_point("consolidate:after-replace")
         state.recover(sha256(encoded))
         state.save(ws)
+        save_records(ws, records, keep=())
         return None
 
     def _reindex(self) -> None:
@@ -412,6 +448,7 @@ class MemoryConsolidator:
         dry_run: bool,
         diff: EntryDiff | None = None,
         trimmed: list[str] | None = None,
+        provenance: dict[str, int] | None = None,
     ) -> None:
         if dry_run:
             return
@@ -428,6 +465,7 @@ class MemoryConsolidator:
             diff=diff,
             trimmed=trimmed or [],
             history=run.history,
+            provenance=provenance,
         )
 
     def _result(
@@ -465,6 +503,14 @@ def _clip(text: str, limit: int, rel: str) -> str:
     pointer = f" … (full text in {rel})"
     head = " ".join(text.split())[: max(1, limit - len(pointer))].rstrip()
     return head + pointer
+
+
+def _instant(ws: Workspace) -> str:
+    return ws.utc_now().isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _clip_to(limit: int, rel: str, text: str) -> str:
+    return _clip(text, limit, rel)
 
 
 def _read_bytes(ws: Workspace) -> bytes | None:

@@ -17,6 +17,7 @@ the HTTP API replaces it with an edited copy. :func:`replace_memory_md` does tha
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from memdir.memory._checks import check_callable, check_int
 from memdir.memory._entries import diff_entries, parse_bullets
 from memdir.memory._history import save_version, write_log
 from memdir.memory._testpoint import pause_point
+from memdir.provenance._records import load_memory_records, reconcile, save_records
 from memdir.redact import Redactor
 from memdir.store.workspace import MEMORY_MD, Workspace
 
@@ -123,6 +125,7 @@ def replace_memory_md(
     new_version = after.version if after is not None and after.data == data else None
     after_text = data.decode("utf-8")
     _record(ws, by, before, after_text, history)
+    _provenance(ws, after_text, by)
     return CuratedWrite(
         version=new_version,
         changed=True,
@@ -187,6 +190,23 @@ def _record(ws: Workspace, by: str, before: str, after: str, history: str | None
         write_log(ws, record)
     except MemdirError as exc:  # the edit is made; the log is a record of it
         log.warning("MEMORY.md replaced, but the history log could not be appended (%s)", exc)
+
+
+def _provenance(ws: Workspace, text: str, by: str) -> None:
+    """Record the new file's bullets: kept and reworded ones keep their sources; new ones
+    are a person's (``by="person"``), else unsourced."""
+    at = ws.utc_now().isoformat(timespec="seconds").replace("+00:00", "Z")
+    try:
+        old = load_memory_records(ws)
+        records = [
+            dataclasses.replace(r, kind="person")
+            if by == "person" and r.kind == "unsourced" and r.id not in old
+            else r
+            for r in reconcile(text, old, at)
+        ]
+        save_records(ws, records, keep=())
+    except MemdirError as exc:  # the edit is made; its bullets read as unsourced
+        log.warning("MEMORY.md replaced, but its provenance was not recorded (%s)", exc)
 
 
 def _reindex(ws: Workspace, index: MemoryIndex | None) -> str | None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol
 
+from memdir.errors import ConfigError
 from memdir.memory._answer import describe_error, parse_flush_answer, valid_unicode
 from memdir.memory._checks import (
     check_callable,
@@ -43,6 +44,9 @@ from memdir.models import (
     generate_patiently,
     resolve_patience,
 )
+from memdir.provenance._attribute import Attribution, attribute
+from memdir.provenance._records import LedgerRecord, append_ledger_records, bullet_id
+from memdir.provenance._trust import ORIGINS, guard
 from memdir.redact import Redactor
 from memdir.sessions import validate_session_id
 from memdir.sessions._record import redact_message
@@ -175,6 +179,12 @@ class MemoryFlushManager:
         lock_timeout: seconds to wait for another flush of the same session to finish.
         max_input_chars: the rendered conversation is sent in chunks of about this size.
         max_answer_chars: a longer answer is refused as unusable.
+        origin: where every message comes from, for provenance (``"ingest"`` for an
+            ingested transcript); ``None``: from each message's role (the user's words are
+            ``user``, the assistant's ``model``, a tool result's ``tool``). Each bullet's
+            record (``memory/.provenance/``) names the session, the messages it was taken
+            from and this origin; an instruction from an untrusted origin is quoted
+            (:func:`memdir.provenance.guard`).
     """
 
     def __init__(
@@ -190,8 +200,14 @@ class MemoryFlushManager:
         lock_timeout: float = 300.0,
         max_input_chars: int = 48_000,
         max_answer_chars: int = 32_000,
+        origin: str | None = None,
     ) -> None:
         owner = "MemoryFlushManager"
+        if origin is not None and origin not in ORIGINS:
+            raise ConfigError(
+                f"{owner}: origin must be one of {', '.join(ORIGINS)}, not {origin!r}"
+            )
+        self.origin = origin
         self.workspace = Workspace.coerce(workspace)
         self.model = check_model(owner, model)
         self.index: MemoryIndex | None = check_callable(owner, "index", index, method="index_file")
@@ -364,10 +380,14 @@ class MemoryFlushManager:
     ) -> str | None:
         ws = self.workspace
         bullets: list[str] = []
+        sources: dict[str, Attribution] = {}
         for raw in raw_bullets:
             clean = self.redactor(valid_unicode(raw))
             if clean != raw:
                 acc.redacted += 1
+            found = attribute(clean, [m for m in chunk if _extractable(m)], origin=self.origin)
+            clean = guard(clean, found.origin)  # an untrusted instruction is written quoted
+            sources.setdefault(normalize_bullet(clean), found)
             bullets.append(clean)
         rel = ws.ledger_rel(day)
         # One lock across "what is known" and the append, so that two sessions extracting the
@@ -398,12 +418,42 @@ class MemoryFlushManager:
             pause_point("flush:before-append")
             path, first, last = append_bullets(ws, fresh, header=_HEADER, day=day)
             pause_point("flush:after-append")
+            self._record(path, first, fresh, sources, cursor.session_id, chunk)
             self._advance(cursor, chunk, acc)
         acc.bullets.extend(fresh)
         acc.path = path
         acc.first = first if acc.first is None else acc.first
         acc.last = last
         return None
+
+    def _record(
+        self,
+        rel: str,
+        first: int,
+        bullets: list[str],
+        sources: dict[str, Attribution],
+        session_id: str,
+        chunk: list[Msg],
+    ) -> None:
+        """Write where each bullet came from to the ledger's provenance sidecar."""
+        at = self.workspace.utc_now().isoformat(timespec="seconds").replace("+00:00", "Z")
+        span = (chunk[0].id, chunk[-1].id)
+        records = []
+        for n, bullet in enumerate(bullets):
+            found = sources.get(normalize_bullet(bullet), Attribution((), "unknown"))
+            records.append(
+                LedgerRecord(
+                    id=bullet_id(bullet),
+                    line=first + n,
+                    origin=found.origin,
+                    via="flush",
+                    session=session_id,
+                    messages=found.messages,
+                    span=span,
+                    at=at,
+                )
+            )
+        append_ledger_records(self.workspace, rel, records)
 
     def _advance(self, cursor: FlushCursor, chunk: list[Msg], acc: _Accumulator) -> None:
         cursor.advance(chunk)

@@ -25,6 +25,7 @@ __all__ = [
     "KNOWN_KEY",
     "MAX_CHARS_KEY",
     "MESSAGES_KEY",
+    "SOURCES_KEY",
     "TASK_KEY",
     "ChatModel",
     "ModelResponse",
@@ -46,6 +47,10 @@ ENTRIES_KEY = "memdir.entries"
 """``consolidate``: new ledger bullets, oldest first, as a list of strings."""
 MAX_CHARS_KEY = "memdir.max_chars"
 """``consolidate``: the size budget of the new MEMORY.md, in characters."""
+SOURCES_KEY = "memdir.sources"
+"""``consolidate``: the source ids, ``{"entries": [id of each entry], "current": the current
+MEMORY.md with a ``[src: m<n>]`` marker after each bullet}``; the answer ends each bullet with
+the ids it came from (:mod:`memdir.provenance`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,12 +16,15 @@ from memdir.store.workspace import Workspace
 
 __all__ = [
     "AppendedBlock",
+    "Bullet",
     "append_block",
     "append_bullets",
+    "bullet_words",
     "format_block",
     "landed_since",
     "line_at",
     "normalize_bullet",
+    "parse_bullets",
 ]
 
 BULLET_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
@@ -36,6 +39,75 @@ def normalize_bullet(text: str) -> str:
         raise MemdirError(f"a bullet must be a string, not {type(text).__name__}")
     text = BULLET_MARKER.sub("", text.strip(), count=1)
     return _SPACE.sub(" ", text).strip().casefold().rstrip(" .。!！")
+
+
+_LIST_ITEM = re.compile(r"^(\s{0,3})(?:[-*+•]|\d{1,3}[.)])\s+(.*)$")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+
+
+def bullet_words(text: str) -> set[str]:
+    """Words (CJK: characters) of a bullet, as :func:`normalize_bullet` sees them."""
+    return set(_TOKEN.findall(normalize_bullet(text)))
+
+
+@dataclass(frozen=True, slots=True)
+class Bullet:
+    """One list item: its text (marker removed, continuations joined), heading and lines."""
+
+    text: str
+    heading: str | None
+    first_line: int  # 0-based, inclusive
+    last_line: int  # 0-based, inclusive
+
+    @property
+    def key(self) -> str:
+        """The normalized text used for equality."""
+        return normalize_bullet(self.text)
+
+
+def parse_bullets(text: str) -> list[Bullet]:
+    """Every bullet of ``text`` in order. Lines inside code fences are not bullets."""
+    bullets: list[Bullet] = []
+    heading: str | None = None
+    lines = text.splitlines()
+    in_code = False
+    current: list[str] = []
+    start = last = -1
+
+    def close() -> None:
+        nonlocal current
+        if current:
+            body = " ".join(part.strip() for part in current if part.strip())
+            if body:
+                bullets.append(Bullet(body, heading, start, last))
+        current = []
+
+    for number, line in enumerate(lines):
+        if line.lstrip().startswith("```"):
+            close()
+            in_code = not in_code
+            continue
+        if in_code:
+            continue
+        match = _LIST_ITEM.match(line)
+        if match:
+            close()
+            current, start, last = [match.group(2)], number, number
+            continue
+        head = _HEADING.match(line)
+        if head:
+            close()
+            heading = head.group(2) or None
+            continue
+        if current and line.strip() and line[:1].isspace():
+            current.append(line)
+            last = number
+            continue
+        close()
+    close()
+    return bullets
 
 
 def format_block(bullets: Iterable[str], *, header: str, instant: str) -> str:

@@ -51,12 +51,14 @@ from memdir.tools._sessions import (
 if TYPE_CHECKING:
     from memdir.index import SearchHit
     from memdir.sessions import SessionHit
+    from memdir.store.workspace import Workspace
 
 __all__ = [
     "ALL_TOOL_FUNCTIONS",
     "GET_CHAR_CAP",
     "GET_MAX_LINES",
     "MAX_RESULTS_CAP",
+    "PROVENANCE_TOOL_FUNCTIONS",
     "SEARCH_CHAR_CAP",
     "SESSION_TOOL_FUNCTIONS",
     "TOOL_DESCRIPTIONS",
@@ -75,6 +77,7 @@ __all__ = [
     "memory_add",
     "memory_get",
     "memory_search",
+    "memory_why",
     "search_arguments",
     "session_history",
     "session_list",
@@ -298,6 +301,7 @@ def memory_get(
     start_line: int = 1,
     num_lines: int = DEFAULT_NUM_LINES,
     *,
+    sources: bool = False,
     workspace: WorkspaceArg = None,
     namespace: str | None = None,
 ) -> str:
@@ -311,6 +315,8 @@ def memory_get(
         path: a memory file path, optionally with a line range (``#L3-L5`` or ``:3-5``).
         start_line: first line to read, counting from 1 (default 1, or the range's start).
         num_lines: how many lines to read, 1 to 200 (default 50, or the range's length).
+        sources: after the lines, where each bullet among them came from
+            (``L12 <- memory/2026-10-14.md#L3``; see :func:`memory_why`); not for the model.
         workspace: the workspace (or its path) to read from (default: the configured one);
             not for the model.
         namespace: the caller's namespace in that workspace (a user's, see
@@ -321,7 +327,27 @@ def memory_get(
     """
     ws = workspace_of(workspace, namespace)
     rel, start, count = get_arguments(path, start_line, num_lines)
-    return format_excerpt(read_memory(ws, rel, start, count))
+    excerpt = read_memory(ws, rel, start, count)
+    text = format_excerpt(excerpt)
+    if sources:
+        text += format_sources(ws, excerpt)
+    return text
+
+
+def format_sources(ws: Workspace, excerpt: MemoryExcerpt) -> str:
+    """The ``Sources:`` lines of a read: each bullet's line and where it came from."""
+    from memdir.memory._entries import parse_bullets
+    from memdir.provenance._why import SourceFinder
+
+    finder = SourceFinder(ws)
+    lines = []
+    offset = excerpt.start_line
+    for bullet in parse_bullets("\n".join(excerpt.lines)):
+        line = offset + bullet.first_line
+        found = finder.sources(excerpt.path, line, line)
+        if found:
+            lines.append(f"L{line} <- {'; '.join(found)}")
+    return "\n\nSources:\n" + "\n".join(lines) if lines else ""
 
 
 @tool
@@ -344,7 +370,33 @@ def memory_add(text: str, *, workspace: WorkspaceArg = None, namespace: str | No
     """
     ws = workspace_of(workspace, namespace)
     body = check_text("text", text, max_chars=MAX_ADD_CHARS, hint="give the fact to remember")
-    return format_added(add_memory(ws, body))
+    return format_added(add_memory(ws, body, origin="model"))
+
+
+@tool
+def memory_why(path: str, *, workspace: WorkspaceArg = None, namespace: str | None = None) -> str:
+    """Show where a remembered fact came from: the notes and conversation lines behind it.
+
+    Pass the citation of one bullet, e.g. "MEMORY.md#L12" or "memory/2026-10-14.md#L3".
+    Each line of the answer is one step down the chain (citation, text, origin and how it
+    came to be): the daily notes a MEMORY.md bullet was made from, then the messages of
+    the conversation a note was taken from, or who added it by hand.
+
+    Args:
+        path: a memory file and line, ``MEMORY.md#L12`` or ``memory/2026-10-14.md:3``.
+        workspace: the workspace (or its path) to read (default: the configured one); not
+            for the model.
+        namespace: the caller's namespace in that workspace (default: the workspace's own);
+            not for the model.
+
+    Returns:
+        The chain, one step per line, or ``Error: ...``.
+    """
+    from memdir.provenance._why import render, why
+
+    ws = workspace_of(workspace, namespace)
+    raw = check_text("path", path, max_chars=MAX_PATH_CHARS, hint="give MEMORY.md#L<line>")
+    return render(why(ws, raw))
 
 
 def format_added(result: AddResult) -> str:
@@ -406,6 +458,17 @@ TOOL_SCHEMAS: Final[dict[str, dict[str, Any]]] = {
         "required": ["path"],
         "additionalProperties": False,
     },
+    "memory_why": {
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": 'One bullet\'s citation, e.g. "MEMORY.md#L12".',
+            },
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    },
     "memory_add": {
         "type": "object",
         "properties": {
@@ -441,8 +504,12 @@ def _model_description(fn: Callable[..., str]) -> str:
     return doc.split("\n\nArgs:", 1)[0].replace("``", "`").strip()
 
 
+PROVENANCE_TOOL_FUNCTIONS: Final[dict[str, Callable[..., str]]] = {"memory_why": memory_why}
+"""``memory_why``: offered by the MCP server; an application may add it to an agent's tools."""
+
 TOOL_DESCRIPTIONS: Final[dict[str, str]] = {
-    name: _model_description(fn) for name, fn in ALL_TOOL_FUNCTIONS.items()
+    name: _model_description(fn)
+    for name, fn in {**ALL_TOOL_FUNCTIONS, **PROVENANCE_TOOL_FUNCTIONS}.items()
 }
 """What each tool does, for the model (the docstring without its Args/Returns sections)."""
 
@@ -467,7 +534,7 @@ def call_tool(
     Returns:
         The tool's text, or ``Error: ...``.
     """
-    fn = ALL_TOOL_FUNCTIONS.get(name)
+    fn = ALL_TOOL_FUNCTIONS.get(name) or PROVENANCE_TOOL_FUNCTIONS.get(name)
     if fn is None:
         known_tools = ", ".join(ALL_TOOL_FUNCTIONS)
         return f"Error: unknown tool {name!r}; the memory tools are {known_tools}"

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from memdir._opencache import OpenCache, index_cache
 from memdir._testpoint import pause_point
 from memdir.errors import MemdirError, ToolInputError, WorkspaceError
+from memdir.provenance._records import LedgerRecord, append_ledger_records, bullet_id
+from memdir.provenance._trust import ORIGINS, guard
 from memdir.redact import Redactor
 from memdir.store._safeopen import PathMissing
 from memdir.store.ledger import AppendedBlock, append_block, line_at
@@ -257,11 +259,17 @@ def add_memory(
     *,
     redactor: Redactor | None = None,
     before_append: BeforeAppend | None = None,
+    origin: str = "client",
 ) -> AddResult:
     """Append each non-blank line of ``text`` as a bullet to today's ledger, then re-index it.
 
     Secrets are masked first (``redactor``, default the built-in patterns), like everything
     else written to a ledger.
+
+    ``origin`` says who adds (``"person"``: ``memdir add``; ``"model"``: the ``memory_add``
+    tool; ``"client"``: a program through the API); it is recorded with each bullet
+    (``memory/.provenance/``), and an instruction aimed at the agent from anyone but a
+    person is written quoted (:func:`memdir.provenance.guard`).
 
     The write comes first and is never undone: if indexing fails the bullets are still on
     disk (the next search's refresh picks them up) and ``index_error`` says what happened.
@@ -274,7 +282,10 @@ def add_memory(
         ToolInputError: ``text`` is not text, is blank, is longer than
             :data:`MAX_ENTRY_CHARS`, or holds a NUL byte or a lone surrogate. Nothing is
             written then.
+        MemdirError: ``origin`` is not one of :data:`memdir.provenance.ORIGINS`.
     """
+    if origin not in ORIGINS:
+        raise MemdirError(f"origin must be one of {', '.join(ORIGINS)}, not {origin!r}")
     if isinstance(text, str) and len(text) > MAX_ENTRY_CHARS:
         raise ToolInputError(
             f"text is too long for one memory entry ({len(text):,} characters; the limit is "
@@ -285,13 +296,14 @@ def add_memory(
     masked = sum(masker.findings(text).values())
     if masked:
         text = masker.redact(text)
-    bullets = [line.strip() for line in text.splitlines() if line.strip()]
+    bullets = [guard(line.strip(), origin) for line in text.splitlines() if line.strip()]
     day = ws.today()
     block = None
     if before_append is not None:
         target = ws.ledger_rel(day)
         st = ws.stat(target, area=MEMORY_AREA)
         block = before_append(target, st.size if st is not None else 0, bullets)
+    appended = block is None
     if block is None:
         block = append_block(ws, bullets, header=ADD_HEADER, day=day)
         pause_point("add:after-append")
@@ -305,6 +317,16 @@ def add_memory(
         index_error = str(exc) or type(exc).__name__
         line = line_at(ws, rel, block.start)  # the next search's refresh indexes it
     first, last = block.bullet_lines(line)
+    if appended:
+        at = ws.utc_now().isoformat(timespec="seconds").replace("+00:00", "Z")
+        append_ledger_records(
+            ws,
+            rel,
+            [
+                LedgerRecord(id=bullet_id(b), line=first + n, origin=origin, via="add", at=at)
+                for n, b in enumerate(bullets)
+            ],
+        )
     return AddResult(
         path=rel,
         first_line=first,

@@ -373,7 +373,7 @@ class WorkspaceMemories:
         if not text.strip():
             raise MemoryToolError("The text is blank: give the fact(s) to remember, one per line")
         try:
-            result = add_memory(self.workspace, text, redactor=self.redactor)
+            result = add_memory(self.workspace, text, redactor=self.redactor, origin="model")
         except MemdirError as exc:
             raise MemoryToolError(str(exc)) from None
         if result.masked:

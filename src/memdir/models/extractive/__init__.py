@@ -14,6 +14,7 @@ user message (``metadata["memdir.task"]``, see :mod:`memdir.models`):
 ``consolidate``
     ``metadata["memdir.current"]`` (MEMORY.md), ``metadata["memdir.entries"]`` (new bullets,
     oldest first), ``metadata["memdir.max_chars"]``; the answer is the complete new MEMORY.md.
+    With ``metadata["memdir.sources"]`` (source ids) each bullet ends with ``[src: …]``.
 
 Without a marker it answers with the sentences of the conversation that best match the last
 user message. It never calls tools.
@@ -33,6 +34,7 @@ from memdir.models._base import (
     KNOWN_KEY,
     MAX_CHARS_KEY,
     MESSAGES_KEY,
+    SOURCES_KEY,
     TASK_KEY,
     ModelResponse,
     ToolSpec,
@@ -45,6 +47,7 @@ from memdir.models.extractive._extract_memory import (
     extract_facts,
 )
 from memdir.models.extractive._extract_summary import summarize
+from memdir.models.extractive._source_ids import add_marker
 from memdir.models.extractive._summary_notes import language
 
 __all__ = ["NO_REPLY", "ExtractiveModel"]
@@ -138,6 +141,17 @@ def _consolidate(meta: dict[str, Any]) -> str:
         raise ModelError(f"extractive: metadata[{ENTRIES_KEY!r}] must be a list of strings")
     if max_chars is not None and (not isinstance(max_chars, int) or max_chars <= 0):
         raise ModelError(f"extractive: metadata[{MAX_CHARS_KEY!r}] must be a positive integer")
+    sources = meta.get(SOURCES_KEY)
+    if isinstance(sources, dict):  # the same ids an LLM is shown: cite them back
+        marked = sources.get("current")
+        ids = sources.get("entries")
+        if isinstance(marked, str):
+            current = marked
+        if isinstance(ids, list) and len(ids) == len(entries):
+            entries = [
+                add_marker(e, [i]) if isinstance(i, str) else e
+                for e, i in zip(entries, ids, strict=True)
+            ]
     return consolidate(current, entries, max_chars)
 
 

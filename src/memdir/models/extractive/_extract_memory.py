@@ -23,6 +23,7 @@ from memdir.models.extractive._extract import (
 )
 from memdir.models.extractive._extract_dates import resolve_dates
 from memdir.models.extractive._extract_signals import KEEP, fact_score
+from memdir.models.extractive._source_ids import add_marker, split_marker
 from memdir.models.extractive._supersede import Updates
 from memdir.store.ledger import normalize_bullet
 
@@ -275,6 +276,10 @@ class _Item:
     bullet: bool
     rank: int = 0
     new: bool = False  # added, updated or said again by this consolidation's entries
+    ids: list[str] = field(default_factory=list)  # the source ids it was given / came from
+
+    def cite(self, ids: Iterable[str]) -> None:
+        self.ids += [i for i in ids if i not in self.ids]
 
 
 @dataclass(slots=True)
@@ -313,12 +318,14 @@ def _parse(current: str) -> _Doc:
             doc.sections.setdefault(section, [])
         elif _BULLET.match(line):
             rank += 1
-            text = _BULLET.sub("", line, count=1).rstrip()
+            text, ids = split_marker(_BULLET.sub("", line, count=1).rstrip())
             # Bullets above any section are filed like new entries.
             home = section if section is not None else _classify(text)
-            doc.sections.setdefault(home, []).append(_Item(text, bullet=True, rank=rank))
+            doc.sections.setdefault(home, []).append(_Item(text, bullet=True, rank=rank, ids=ids))
         elif stripped and line[:1].isspace() and section and doc.sections[section]:
-            doc.sections[section][-1].text += "\n" + line.rstrip()  # continuation line
+            more, ids = split_marker(line.rstrip())
+            doc.sections[section][-1].text += "\n" + more  # continuation line
+            doc.sections[section][-1].cite(ids)
         elif section is None:
             doc.preamble.append(line.rstrip())
         elif stripped:
@@ -353,6 +360,11 @@ def consolidate(current: str, entries: Iterable[str], max_chars: int | None = No
     when these entries brought or restated it — so a full file still takes in new facts, and the
     oldest go first within a priority. An entry longer than a quarter of ``max_chars`` is
     clipped to its head with an ellipsis.
+
+    Source ids (``[src: e1]`` after an entry or a bullet, :mod:`._source_ids`) are carried: a
+    bullet ends with the ids of everything it was made from (a repeat or a near-duplicate adds
+    its ids, an update replaces the ids of the fact it supersedes). ``max_chars`` counts the
+    text without them.
     """
     doc = _parse(current)
     index: dict[str, _Item] = {}
@@ -363,6 +375,7 @@ def consolidate(current: str, entries: Iterable[str], max_chars: int | None = No
             key = normalize_bullet(item.text)
             if key in index:
                 items.remove(item)  # exact repeat inside MEMORY.md
+                index[key].cite(item.ids)
             else:
                 index[key] = item
     updates = Updates()
@@ -373,7 +386,8 @@ def consolidate(current: str, entries: Iterable[str], max_chars: int | None = No
     # rather than dropped whole, which would leave nothing of it and stall the next runs.
     longest = max(_MIN_ENTRY, max_chars // _ENTRY_SHARE) if max_chars else None
     for entry in entries:
-        text = " ".join(_BULLET.sub("", entry.strip(), count=1).split())
+        body, ids = split_marker(entry)
+        text = " ".join(_BULLET.sub("", body.strip(), count=1).split())
         if longest is not None:
             text = clip(text, longest)
         key = normalize_bullet(text)
@@ -383,27 +397,29 @@ def consolidate(current: str, entries: Iterable[str], max_chars: int | None = No
         stale = [index[k] for k in updates.superseded_by(text) if k != key]
         if key in index:
             index[key].rank, index[key].new = rank, True
+            index[key].cite(ids)
         else:
             similar = next((i for i in index.values() if near_duplicate(i.text, text)), None)
             if similar is None and stale:
                 similar = stale[0]  # the update takes the place of the fact it replaces
+                similar.ids = []  # and only the update is its source
             if similar is not None:
                 old_key = normalize_bullet(similar.text)
                 del index[old_key]
                 updates.discard(old_key)
                 similar.text, similar.rank, similar.new = text, rank, True
+                similar.cite(ids)
                 index[key] = similar
             else:
-                item = _Item(text, bullet=True, rank=rank, new=True)
+                item = _Item(text, bullet=True, rank=rank, new=True, ids=list(ids))
                 doc.sections.setdefault(_classify(text), []).append(item)
                 index[key] = item
             updates.add(key, text)
         for item in stale:
             if item is not index[key]:
                 _drop(doc, index, updates, item)
-    rendered = _render(doc)
-    if max_chars is None or len(rendered) <= max_chars:
-        return rendered
+    if max_chars is None or len(_render(doc, cite=False)) <= max_chars:
+        return _render(doc)
     return _fit(doc, max_chars)
 
 
@@ -431,7 +447,7 @@ def _fit(doc: _Doc, max_chars: int) -> str:
             pair[1].rank,
         ),
     )
-    excess = len(_render(doc)) - max_chars
+    excess = len(_render(doc, cite=False)) - max_chars
     # Old bullets leave to make room for new ones: keep as many new bullets as possible while
     # dropping at most one old bullet per new one kept, plus a quarter of the old ones (a
     # full file turns over gradually). If even that cannot fit (a file over budget before
@@ -469,7 +485,8 @@ def _plan(
     return plan if excess <= 0 else None
 
 
-def _render(doc: _Doc) -> str:
+def _render(doc: _Doc, *, cite: bool = True) -> str:
+    """The file; with ``cite``, each bullet ends with its source ids (``[src: …]``)."""
     parts = [doc.title]
     preamble = "\n".join(doc.preamble).strip("\n")
     if preamble:
@@ -479,7 +496,9 @@ def _render(doc: _Doc) -> str:
         items = doc.sections[name]
         if not items:
             continue
-        lines = [f"- {i.text}" if i.bullet else i.text for i in items]
+        lines = [
+            add_marker(f"- {i.text}", i.ids if cite else ()) if i.bullet else i.text for i in items
+        ]
         parts.append(f"## {name}\n" + "\n".join(lines))
     return "\n\n".join(parts) + "\n"
 

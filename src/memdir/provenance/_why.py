@@ -1,0 +1,288 @@
+"""Following a memory bullet down to the conversation it came from.
+
+:func:`why` answers for one line of ``MEMORY.md`` or of a daily ledger with a tree of
+:class:`Link`: the bullet, the ledger lines it was consolidated from, and for each of those
+the session-log lines (or the person or program that added it). :class:`SourceFinder` gives
+the first level of that tree as citations, for search hits and reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from memdir.errors import SessionLogError, ToolInputError
+from memdir.provenance._records import (
+    LedgerRecord,
+    MemoryRecord,
+    bullet_id,
+    load_memory_records,
+    read_ledger_records,
+    reconcile,
+)
+from memdir.sessions import SessionLog
+from memdir.store.ledger import Bullet, parse_bullets
+from memdir.store.workspace import MEMORY_DIR, MEMORY_MD, Workspace
+from memdir.tools._core import parse_citation, read_memory
+
+if TYPE_CHECKING:
+    from memdir.index import SearchHit
+
+__all__ = ["Link", "SourceFinder", "render", "why", "with_sources"]
+
+_ADDED = {
+    "person": "added by a person (memdir add)",
+    "model": "added by the model (memory_add)",
+    "client": "added through the API",
+}
+_KIND = {
+    "consolidated": "consolidated",
+    "person": "written by a person",
+    "edited": "edited by a person (sources of the bullet it rewords)",
+    "unsourced": "unsourced (no valid source: written by hand, or by a model without one)",
+}
+_TEXT = 240
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One step of a provenance chain.
+
+    Attributes:
+        citation: where it is (``MEMORY.md#L12``, ``memory/2026-11-30.md#L5``,
+            ``sessions/s1.log.jsonl#L40``), or ``""`` when it is gone.
+        text: its text (a message clipped to a few hundred characters).
+        origin: ``user``, ``model``, ``tool``, ``ingest``, ``person``, ``client`` or
+            ``unknown``.
+        note: how it came to be (``consolidated``, ``flush of session s1``, ``added by a
+            person (memdir add)``, ``unsourced…``, ``no longer in the ledger``…).
+        sources: the links it came from.
+    """
+
+    citation: str
+    text: str
+    origin: str
+    note: str
+    sources: tuple[Link, ...] = field(default=())
+
+
+def _clip(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _TEXT else flat[: _TEXT - 1] + "…"
+
+
+def _bullet_at(bullets: Sequence[Bullet], line: int) -> Bullet | None:
+    return next((b for b in bullets if b.first_line + 1 <= line <= b.last_line + 1), None)
+
+
+def why(ws: Workspace, target: str) -> Link:
+    """The provenance chain of the bullet at ``target`` (``MEMORY.md#L12``,
+    ``memory/2026-11-30.md#L3``, ``MEMORY.md:12``).
+
+    Raises:
+        ToolInputError: ``target`` has no line, is not a memory file, or the line holds no
+            bullet.
+        WorkspaceError: the file cannot be read.
+    """
+    cited = parse_citation(target)
+    if cited.start is None:
+        raise ToolInputError(f"give a line, as in MEMORY.md#L12 or {MEMORY_DIR}/2026-11-30.md#L3")
+    excerpt = read_memory(ws, cited.path, 1, None)
+    text = "\n".join(excerpt.lines)
+    bullet = _bullet_at(parse_bullets(text), cited.start)
+    if bullet is None:
+        raise ToolInputError(f"{excerpt.path} line {cited.start} is not a bullet")
+    if excerpt.path == MEMORY_MD:
+        return _memory_link(ws, text, bullet)
+    name = excerpt.path.rsplit("/", 1)[-1]
+    return _ledger_link(ws, name, bullet.first_line + 1, bullet_id(bullet.text), text)
+
+
+def _memory_record(ws: Workspace, text: str, bullet: Bullet) -> MemoryRecord:
+    records = reconcile(text, load_memory_records(ws), "")
+    for other, record in zip(parse_bullets(text), records, strict=True):
+        if other.first_line == bullet.first_line:
+            return record
+    raise AssertionError("the bullet is in the file")  # pragma: no cover
+
+
+def _memory_link(ws: Workspace, text: str, bullet: Bullet) -> Link:
+    record = _memory_record(ws, text, bullet)
+    ledgers: dict[str, str | None] = {}
+    sources = []
+    for ref in record.sources:
+        if ref.file not in ledgers:
+            ledgers[ref.file] = _ledger_text(ws, ref.file)
+        sources.append(_ledger_link(ws, ref.file, ref.line, ref.id, ledgers[ref.file]))
+    return Link(
+        citation=f"{MEMORY_MD}#L{bullet.first_line + 1}",
+        text=_clip(bullet.text),
+        origin=record.origin,
+        note=_KIND.get(record.kind, record.kind),
+        sources=tuple(sources),
+    )
+
+
+def _ledger_text(ws: Workspace, name: str) -> str | None:
+    try:
+        return "\n".join(read_memory(ws, f"{MEMORY_DIR}/{name}", 1, None).lines)
+    except Exception:  # deleted, unreadable: the chain says so
+        return None
+
+
+def _ledger_link(ws: Workspace, name: str, line: int, ident: str, text: str | None) -> Link:
+    citation = f"{MEMORY_DIR}/{name}#L{line}"
+    bullets = parse_bullets(text) if text is not None else []
+    here = _bullet_at(bullets, line)
+    if here is None or bullet_id(here.text) != ident:
+        here = next((b for b in bullets if bullet_id(b.text) == ident), None)
+        if here is None:
+            return Link("", "", "unknown", f"no longer in {MEMORY_DIR}/{name} (line {line})")
+        citation = f"{MEMORY_DIR}/{name}#L{here.first_line + 1}"
+    record = _ledger_record(ws, name, line, ident)
+    if record is None:
+        return Link(citation, _clip(here.text), "unknown", "no provenance record")
+    if record.via == "add":
+        return Link(citation, _clip(here.text), record.origin, _ADDED.get(record.origin, "added"))
+    return Link(
+        citation,
+        _clip(here.text),
+        record.origin,
+        f"flush of session {record.session}",
+        _messages(ws, record),
+    )
+
+
+def _ledger_record(ws: Workspace, name: str, line: int, ident: str) -> LedgerRecord | None:
+    records = [r for r in read_ledger_records(ws, name) if r.id == ident]
+    return next((r for r in records if r.line == line), records[0] if records else None)
+
+
+def _messages(ws: Workspace, record: LedgerRecord) -> tuple[Link, ...]:
+    if record.session is None:
+        return ()
+    try:
+        log = SessionLog(ws, record.session)
+        found = log.read().records
+    except SessionLogError:
+        found = []
+    rel = f"sessions/{record.session}.log.jsonl"
+    by_id = {r.msg.id: r for r in found}
+    wanted = list(record.messages)
+    if not wanted and record.span is not None:
+        lines = [by_id[i].line for i in record.span if i in by_id]
+        if len(lines) == 2:
+            return (
+                Link(
+                    f"{rel}#L{lines[0]}-L{lines[1]}",
+                    "",
+                    record.origin,
+                    "the stretch of conversation it was extracted from",
+                ),
+            )
+        wanted = list(record.span)
+    out = []
+    for ident in wanted:
+        hit = by_id.get(ident)
+        if hit is None:
+            out.append(Link("", "", record.origin, f"message {ident} is not in {rel} (yet)"))
+            continue
+        role = hit.msg.role
+        body = hit.msg.text or "\n".join(r.text for r in hit.msg.tool_results)
+        origin = (
+            "tool"
+            if role == "tool"
+            else {"user": "user", "assistant": "model"}.get(role, "unknown")
+        )
+        out.append(Link(f"{rel}#L{hit.line}", _clip(body), origin, f"{role} message"))
+    return tuple(out)
+
+
+class SourceFinder:
+    """Cheap first-level sources of memory lines, for search hits and reads.
+
+    One finder reads each file and sidecar once. It cites ledger lines for ``MEMORY.md``,
+    and for a ledger line the session log with the message ids (``memdir why`` turns them
+    into line numbers); session logs are not read.
+    """
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self._files: dict[str, tuple[list[Bullet], list[MemoryRecord] | None]] = {}
+        self._ledgers: dict[str, list[LedgerRecord]] = {}
+
+    def _file(self, path: str) -> tuple[list[Bullet], list[MemoryRecord] | None]:
+        if path not in self._files:
+            text = "\n".join(read_memory(self.ws, path, 1, None).lines)
+            bullets = parse_bullets(text)
+            records = (
+                reconcile(text, load_memory_records(self.ws), "") if path == MEMORY_MD else None
+            )
+            self._files[path] = (bullets, records)
+        return self._files[path]
+
+    def sources(self, path: str, first: int, last: int) -> tuple[str, ...]:
+        """Citations of where the bullets on lines ``first..last`` of ``path`` came from.
+
+        ``MEMORY.md``: ``memory/<day>.md#L<n>``; a ledger: ``sessions/<id>.log.jsonl#<message
+        id>``, or how it was added (``added by a person (memdir add)``…); ``unsourced`` when
+        nothing is known. Never raises: provenance is an aid to a read, not its failure.
+        """
+        try:
+            return self._sources(path, first, last)
+        except Exception:
+            return ()
+
+    def _sources(self, path: str, first: int, last: int) -> tuple[str, ...]:
+        bullets, records = self._file(path)
+        out: list[str] = []
+        for n, bullet in enumerate(bullets):
+            if bullet.first_line + 1 > last or bullet.last_line + 1 < first:
+                continue
+            if records is not None:
+                record = records[n]
+                out += [ref.citation for ref in record.sources] or [
+                    "written by a person" if record.kind == "person" else "unsourced"
+                ]
+            else:
+                out += self._ledger_sources(path, bullet)
+        return tuple(dict.fromkeys(out))
+
+    def _ledger_sources(self, path: str, bullet: Bullet) -> list[str]:
+        name = path.rsplit("/", 1)[-1]
+        if name not in self._ledgers:
+            self._ledgers[name] = read_ledger_records(self.ws, name)
+        ident = bullet_id(bullet.text)
+        mine = [r for r in self._ledgers[name] if r.id == ident]
+        record = next((r for r in mine if r.line == bullet.first_line + 1), None)
+        record = record or (mine[0] if mine else None)
+        if record is None:
+            return ["unsourced"]
+        if record.via == "add" or record.session is None:
+            return [_ADDED.get(record.origin, "added")]
+        rel = f"sessions/{record.session}.log.jsonl"
+        ids = record.messages or (record.span or ())
+        return [f"{rel}#{i}" for i in ids] or [rel]
+
+
+def with_sources(ws: Workspace, hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """``hits`` with their :attr:`~memdir.index.SearchHit.sources` filled in."""
+    if not hits:
+        return list(hits)
+    finder = SourceFinder(ws)
+    return [
+        dataclasses.replace(h, sources=finder.sources(h.path, h.line_number, h.line_end))
+        for h in hits
+    ]
+
+
+def render(link: Link, indent: int = 0) -> str:
+    """The chain as indented lines: ``citation  text  [origin; note]``."""
+    pad = "  " * indent
+    head = link.citation or "(gone)"
+    text = f"  {link.text}" if link.text else ""
+    lines = [f"{pad}{head}{text}  [{link.origin}; {link.note}]"]
+    lines += [render(child, indent + 1) for child in link.sources]
+    return "\n".join(lines)
