@@ -154,8 +154,13 @@ def test_search_finds_what_the_library_finds(
     finally:
         index.close()
     fields = [f.name for f in dataclasses.fields(SearchHit)]
-    as_hits = [SearchHit(**{k: h[k] for k in fields}) for h in served_hits]
+    as_hits = [
+        SearchHit(**{k: tuple(h[k]) if k == "sources" else h[k] for k in fields})
+        for h in served_hits
+    ]
     assert as_hits == local
+    # Each hit says where its bullets came from: an add through the API.
+    assert all(hit.sources and all("added" in s for s in hit.sources) for hit in as_hits)
     # The tool's text, rendered from the server's answer, is the tool's text in-process.
     assert format_hits(query, as_hits) == memory_search(query, 5, workspace=ws)
     if query == "nothing-here":

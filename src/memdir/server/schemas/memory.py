@@ -41,6 +41,11 @@ class Hit(FromLibrary):
     score: float
     heading: str | None
     archived: bool
+    sources: list[str] = Field(
+        default_factory=list,
+        description="Where the span's bullets came from: ledger lines for MEMORY.md, session "
+        "messages or who added it for a ledger, 'unsourced' when nothing is known.",
+    )
 
     @computed_field(description="path#Lstart-Lend")  # type: ignore[prop-decorator]
     @property
