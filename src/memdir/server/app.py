@@ -41,7 +41,7 @@ logger = logging.getLogger("memdir.server")
 
 def _routes() -> list[Any]:
     from memdir.server import health
-    from memdir.server.routes import jobs, memory, meta, sessions, transfer
+    from memdir.server.routes import jobs, memory, meta, sessions, store, transfer
 
     return [
         *health.router.routes,
@@ -50,6 +50,7 @@ def _routes() -> list[Any]:
         *sessions.router.routes,
         *jobs.router.routes,
         *transfer.router.routes,
+        *store.router.routes,
     ]
 
 
