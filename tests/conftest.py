@@ -117,3 +117,28 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     from _server import serve_store
 
     yield from serve_store(request, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def remote_servers(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    """``memdir serve`` over each store, started on first use, for the whole session (see
+    ``tests/_server.py``: :class:`RemoteServers`)."""
+    from _server import RemoteServers
+
+    servers = RemoteServers(request, tmp_path_factory)
+    try:
+        yield servers
+    finally:
+        servers.close()
+
+
+@pytest.fixture(params=["files", "postgres"])
+def remote_ws(request: pytest.FixtureRequest, remote_servers: Any, clock: FixedClock) -> Workspace:
+    """A workspace on a real ``memdir serve`` (over each store), in a fresh namespace of its
+    own, opened with a write key of tenant ``acme``."""
+    from _server import remote_workspace
+
+    ws: Workspace = remote_workspace(remote_servers.get(request.param), tz="UTC", clock=clock)
+    return ws

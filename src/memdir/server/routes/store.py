@@ -20,6 +20,7 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 import anyio.to_thread
 from fastapi import Header, Query, Request, Response
 
+from memdir._net import REFUSED_HEADER
 from memdir.errors import WorkspaceError
 from memdir.server.auth import Scope
 from memdir.server.conditional import etag, precondition
@@ -41,13 +42,10 @@ from memdir.store._files import lock_name
 from memdir.store._safeopen import Area, PathMissing, PathRefused
 from memdir.store.workspace import INDEX_DIR, MEMORY_AREA, SERVER_DIR, WORKSPACE_AREA, area_of
 
-__all__ = ["REFUSED_HEADER", "STORE_BODY_LIMIT", "router"]
+__all__ = ["STORE_BODY_LIMIT", "router"]
 
 STORE_BODY_LIMIT: Final = 32 << 20
 """The largest file written or appended at once, in bytes."""
-REFUSED_HEADER: Final = "Memdir-Refused"
-"""On a 403 ``path-refused``: why (``outside``, ``area``, ``loop``, ``directory``,
-``special``), as :class:`~memdir.store._safeopen.PathRefused` says it."""
 READ: Final = Policy(scope=Scope.READ)
 WRITE: Final = Policy(scope=Scope.WRITE)
 UPLOAD: Final = Policy(scope=Scope.WRITE, body_limit=STORE_BODY_LIMIT)
