@@ -7,6 +7,7 @@ those into ``Error: ...`` text a model can act on; the CLI prints them as one-li
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import re
 import sqlite3
@@ -21,7 +22,7 @@ from memdir.store.ledger import append_block, line_at
 from memdir.store.workspace import ARCHIVE_DIR, MEMORY_AREA, MEMORY_DIR, MEMORY_MD, Workspace
 
 if TYPE_CHECKING:
-    from memdir.index import MemoryIndex
+    from memdir.index import MemoryIndex, SearchIndex
 
 logger = logging.getLogger("memdir.tools")
 
@@ -248,7 +249,8 @@ def add_memory(ws: Workspace, text: str, *, redactor: Redactor | None = None) ->
     """Append each non-blank line of ``text`` as a bullet to today's ledger, then re-index it.
 
     Secrets are masked first (``redactor``, default the built-in patterns), like everything
-    else written to a ledger.
+    else written to a ledger. On a workspace on a ``memdir serve`` server the server writes
+    and indexes the bullets (masking again with its own patterns).
 
     The write comes first and is never undone: if indexing fails the bullets are still on
     disk (the next search's refresh picks them up) and ``index_error`` says what happened.
@@ -268,6 +270,9 @@ def add_memory(ws: Workspace, text: str, *, redactor: Redactor | None = None) ->
     masked = sum(masker.findings(text).values())
     if masked:
         text = masker.redact(text)
+    if ws.remote is not None:  # the server writes it (and masks what it knows too)
+        added = ws.remote.add(text)
+        return dataclasses.replace(added, masked=added.masked + masked)
     bullets = [line.strip() for line in text.splitlines() if line.strip()]
     block = append_block(ws, bullets, header=ADD_HEADER)
     rel = block.rel
@@ -295,14 +300,20 @@ def add_memory(ws: Workspace, text: str, *, redactor: Redactor | None = None) ->
 _INDEXES: OpenCache[MemoryIndex] = index_cache()
 
 
-def shared_index(ws: Workspace) -> MemoryIndex:
-    """The workspace's :class:`MemoryIndex`, kept open between tool calls.
+def shared_index(ws: Workspace) -> SearchIndex:
+    """The workspace's :class:`MemoryIndex`, kept open between tool calls; on a workspace on a
+    ``memdir serve`` server, the server's (searched through it).
 
     Opening runs schema checks, so one instance per workspace is reused (``MemoryIndex`` is
     safe to share between threads); the least recently used beyond a handful are closed
     (:func:`~memdir.tools.set_open_index_limit` sets how many).
     """
     from memdir.index import MemoryIndex
+
+    if ws.remote is not None:
+        from memdir.client._remote_index import RemoteIndex
+
+        return RemoteIndex(ws)
 
     key = str(ws.root.resolve()) if ws.is_local else ws.describe()
     return _INDEXES.get(key, lambda: MemoryIndex(ws))
