@@ -408,6 +408,8 @@ class Workspace:
 
         With ``namespace``, the workspace in that namespace (of the same root).
         """
+        if not isinstance(workspace, Workspace) and is_remote_url(workspace_url(workspace)):
+            return cls(workspace, namespace=namespace)  # a server has no root to open first
         ws = workspace if isinstance(workspace, Workspace) else cls(workspace)
         if namespace is None or namespace == ws.namespace:
             return ws
