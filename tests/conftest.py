@@ -104,10 +104,33 @@ def pg_url(postgres_server: str) -> Iterator[str]:
 @pytest.fixture(params=["files", "postgres"])
 def any_ws(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Workspace:
     """The same workspace on each store: a directory, and a PostgreSQL database."""
+    return store_workspace(request, tmp_path, clock)
+
+
+STORES_AND_SERVERS = ("files", "postgres", "remote-files", "remote-postgres")
+"""The params of an ``any_ws`` that also opens a namespace on a real ``memdir serve`` over
+each store (a module overrides ``any_ws`` with them)."""
+
+
+def sibling(ws: Workspace, name: str) -> str:
+    """The name of another namespace beside ``ws``: ``name`` itself, or on a server (where
+    every namespace is one of the key's tenant) ``<ws's namespace>-<name>``."""
+    return f"{ws.namespace}-{name}" if ws.remote is not None else name
+
+
+def store_workspace(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Workspace:
+    """The workspace of ``request.param``: a directory (``files``), a PostgreSQL database
+    (``postgres``), or a fresh namespace on a server over either (``remote-files``,
+    ``remote-postgres``)."""
     if request.param == "files":
         return Workspace(tmp_path / "ws", tz="UTC", clock=clock)
-    url = request.getfixturevalue("pg_url")
-    return Workspace(url, tz="UTC", clock=clock)
+    if request.param == "postgres":
+        return Workspace(request.getfixturevalue("pg_url"), tz="UTC", clock=clock)
+    from _server import remote_workspace
+
+    served = request.getfixturevalue("remote_servers").get(request.param.removeprefix("remote-"))
+    ws: Workspace = remote_workspace(served, tz="UTC", clock=clock)
+    return ws
 
 
 @pytest.fixture(scope="module", params=["files", "postgres"])

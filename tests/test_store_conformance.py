@@ -10,25 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FixedClock
+from conftest import STORES_AND_SERVERS, FixedClock, store_workspace
 from memdir.errors import MemdirError, WorkspaceError
 from memdir.store._safeopen import PathMissing
 from memdir.workspace import Workspace
 
 
-@pytest.fixture(params=["files", "postgres", "remote-files", "remote-postgres"])
+@pytest.fixture(params=STORES_AND_SERVERS)
 def any_ws(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Workspace:
-    """The same workspace on each store: a directory, a PostgreSQL database, and a namespace
-    on a server over each."""
-    if request.param == "files":
-        return Workspace(tmp_path / "ws", tz="UTC", clock=clock)
-    if request.param == "postgres":
-        return Workspace(request.getfixturevalue("pg_url"), tz="UTC", clock=clock)
-    from _server import remote_workspace
-
-    served = request.getfixturevalue("remote_servers").get(request.param.removeprefix("remote-"))
-    ws: Workspace = remote_workspace(served, tz="UTC", clock=clock)
-    return ws
+    """The same workspace on each store, and in a namespace on a server over each."""
+    return store_workspace(request, tmp_path, clock)
 
 
 def test_write_read_stat_list_delete(any_ws: Workspace) -> None:
