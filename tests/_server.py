@@ -89,7 +89,8 @@ class ServerProcess:
 
     def __init__(self, workspace: str, *args: str, env: dict[str, str] | None = None) -> None:
         self.workspace = workspace
-        self.args = args
+        # The tests send far more than a tenant's default rate; test_server_limits sets one.
+        self.args = args if "--rate" in args else ("--rate", "0", *args)
         self.env = {**os.environ, **(env or {})}
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
@@ -259,6 +260,16 @@ def spy_on_pool(app: Any) -> list[str]:
 
     app.state.memdir.pool = Spy(app.state.memdir.root)
     return calls
+
+
+def pausing(point: str, marker: Path) -> dict[str, str]:
+    """The environment of a server whose requests stop at ``pause_point(point)`` (creating
+    ``marker``) until the server is killed."""
+    return {
+        "MEMDIR_TEST_PAUSE_AT": point,
+        "MEMDIR_TEST_PAUSE_FILE": str(marker),
+        "MEMDIR_TEST_PAUSE_SECONDS": "600",
+    }
 
 
 def fresh_namespace(tenant: str = "acme") -> str:

@@ -102,6 +102,14 @@ def pg_url(postgres_server: str) -> Iterator[str]:
 
 
 @pytest.fixture(params=["files", "postgres"])
+def served_workspace(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh workspace on each store, for a ``memdir serve`` process of the test's own."""
+    from _server import store_workspace
+
+    return store_workspace(request, tmp_path)
+
+
+@pytest.fixture(params=["files", "postgres"])
 def any_ws(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Workspace:
     """The same workspace on each store: a directory, and a PostgreSQL database."""
     return store_workspace(request, tmp_path, clock)

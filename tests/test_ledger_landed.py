@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from memdir.errors import MemdirError
@@ -61,3 +63,32 @@ def test_bad_arguments_are_clear_errors(any_ws: Workspace) -> None:
         landed_since(any_ws, rel, 0, "one bullet")
     with pytest.raises(MemdirError, match="byte offset"):
         landed_since(any_ws, rel, -1, BULLETS)
+
+
+def test_an_add_retried_with_its_recorded_intent_is_written_once(any_ws: Workspace) -> None:
+    from memdir.tools._core import add_memory
+
+    ws = any_ws
+    recorded: list[tuple[str, int, list[str]]] = []
+
+    def record(rel: str, offset: int, bullets: list[str]) -> None:
+        recorded.append((rel, offset, bullets))  # what a server keeps before the write
+
+    first = add_memory(
+        ws, "the deploy moved to Friday\nstaging uses Postgres 16", before_append=record
+    )
+    ((rel, offset, bullets),) = recorded
+    assert rel == first.path and bullets == BULLETS
+
+    def earlier(rel_now: str, offset_now: int, bullets_now: list[str]) -> Any:
+        return landed_since(ws, rel, offset, bullets)  # the first try's answer was lost
+
+    again = add_memory(
+        ws, "the deploy moved to Friday\nstaging uses Postgres 16", before_append=earlier
+    )
+    assert (again.path, again.first_line, again.last_line) == (
+        first.path,
+        first.first_line,
+        first.last_line,
+    )
+    assert ws.read_text(rel).count("the deploy moved to Friday") == 1

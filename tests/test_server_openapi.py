@@ -23,7 +23,7 @@ REGENERATE = "python -m memdir.server.openapi > docs/openapi.json"
 
 def _document(tmp_path: Path) -> tuple[dict[str, Any], list[PolicyRoute]]:
     app = create_app(ServerSettings(workspace=str(tmp_path / "ws")))
-    routes = [r for r in app.routes if isinstance(r, PolicyRoute)]
+    routes = [r for r in app.routes if isinstance(r, PolicyRoute) and r.include_in_schema]
     return build_openapi(app), routes
 
 

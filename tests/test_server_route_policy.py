@@ -30,7 +30,7 @@ from memdir.server.policy import (
 )
 from memdir.server.settings import ServerSettings
 
-PUBLIC = {"/healthz", "/readyz"}
+PUBLIC = {"/healthz", "/readyz", "/metrics"}  # /metrics: its own token or loopback
 NOT_API = {"/openapi.json"}  # FastAPI's own document (no memory in it)
 # Endpoints that are not API routes, and what they must be: /mcp checks the key and the
 # namespace itself (tests/test_server_mcp.py), then hands over to the MCP SDK.
@@ -72,6 +72,8 @@ def violations(app: FastAPI) -> list[str]:
             found.append(f"{path}: a read-scope route takes {sorted(methods)}")
         if methods & WRITE_METHODS and (policy.scope is None or policy.scope < Scope.WRITE):
             found.append(f"{path}: a write method without write scope")
+        if methods & WRITE_METHODS and not (policy.idempotent or policy.streamed):
+            found.append(f"{path}: a write that takes no Idempotency-Key")
         if "{ns}" in path:
             if bound_namespace not in list(_calls(route.dependant)):
                 found.append(f"{path}: the namespace is not checked by bound_namespace")
@@ -107,6 +109,7 @@ def test_the_walk_finds_each_kind_of_escape() -> None:
         "/v1/open: has no policy",
         "/v1/readwrite: a read-scope route takes ['POST']",
         "/v1/readwrite: a write method without write scope",
+        "/v1/readwrite: a write that takes no Idempotency-Key",
         "/v1/namespaces/{ns}/raw: the namespace is not checked",
         "/v1/namespaces/{ns}/raw: the handler takes the raw namespace",
         "/v1/status: public but not in the allow-list",

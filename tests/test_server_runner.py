@@ -81,6 +81,11 @@ def test_what_keeps_the_server_from_starting_is_one_line(tmp_path: Path) -> None
     unknown = _refused("-w", str(where), "--model", "python:no_such_module:model")
     assert "--model 'python:no_such_module:model': cannot load it" in unknown
     assert unknown.count("\n") == 1
+    short = tmp_path / "token"
+    short.write_text("guessable\n")
+    os.chmod(where / ".memdir-server" / "keys.json", 0o600)
+    weak = _refused("-w", str(where), "--metrics-token-file", str(short))
+    assert "must be 16 or more printable characters" in weak and weak.count("\n") == 1
 
 
 @pytest.mark.parametrize("host", ["::1", "localhost"])

@@ -2,17 +2,42 @@
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
+from pathlib import Path
+
 import click
 
 from memdir._net import is_loopback_host
-from memdir.cli._common import EXIT_HELP, CliState, info, own_workspace_option, pass_state
+from memdir.cli._common import (
+    EXIT_HELP,
+    CliState,
+    ParsedType,
+    info,
+    own_workspace_option,
+    pass_state,
+)
 from memdir.cli._ingest_cmd import model_option
+from memdir.cli._maintain_cmds import parse_duration
 from memdir.errors import ConfigError
 from memdir.server.settings import IMPORT_LIMIT_MAX
 
 __all__ = ["serve_cmd"]
 
 _INSTALL = "memdir serve needs the server extra: pip install 'memdir[server]'"
+
+
+_SIZE = re.compile(r"(\d+)\s*([kmgt]i?b|b)?", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_UNITS.update({"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40})
+
+
+def parse_size(text: str) -> int:
+    """``"64KiB"``, ``"500MB"``, ``"2GiB"``, ``"1024"`` → bytes."""
+    found = _SIZE.fullmatch(text.strip())
+    if found is None:
+        raise ConfigError(f"cannot read the size {text!r}: write e.g. 64KiB, 500MB or 2GiB")
+    return int(found[1]) * _UNITS[(found[2] or "").lower()]
 
 
 @click.command("serve", epilog=EXIT_HELP)
@@ -88,6 +113,64 @@ _INSTALL = "memdir serve needs the server extra: pip install 'memdir[server]'"
     show_default=True,
     help="The most files an imported archive may hold.",
 )
+@click.option(
+    "--idempotency-ttl",
+    type=ParsedType("duration", parse_duration),
+    metavar="DURATION",
+    default="24h",
+    show_default=True,
+    help="How long the answer of a write sent with an Idempotency-Key is kept (30m, 24h, 7d).",
+)
+@click.option(
+    "--idempotency-lease",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds before a retry may take over a write whose server stopped answering.",
+)
+@click.option(
+    "--rate",
+    type=click.FloatRange(min=0),
+    default=100.0,
+    show_default=True,
+    help="Requests a second each tenant may send to each server process (0: no limit).",
+)
+@click.option(
+    "--burst",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="Requests a tenant may send at once above its rate.",
+)
+@click.option(
+    "--inflight-per-tenant",
+    type=click.IntRange(min=0),
+    default=16,
+    show_default=True,
+    help="Requests of one tenant each server process serves at once (0: no limit).",
+)
+@click.option(
+    "--quota-bytes",
+    type=ParsedType("size", parse_size),
+    metavar="SIZE",
+    default="1GiB",
+    show_default=True,
+    help="Bytes each tenant's namespaces may hold (64KiB, 500MB, 2GiB; 0: no quota).",
+)
+@click.option(
+    "--quota-namespaces",
+    type=click.IntRange(min=0),
+    default=1000,
+    show_default=True,
+    help="Namespaces each tenant may have (0: no quota).",
+)
+@click.option(
+    "--metrics-token-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A file holding the bearer token GET /metrics needs (or $MEMDIR_METRICS_TOKEN); "
+    "without either, /metrics answers loopback clients only.",
+)
+@click.option("--no-metrics", is_flag=True, help="Count nothing; /metrics answers 404.")
 @pass_state
 def serve_cmd(
     state: CliState,
@@ -104,6 +187,15 @@ def serve_cmd(
     job_threads: int,
     import_limit: int,
     import_max_files: int,
+    idempotency_ttl: timedelta,
+    idempotency_lease: float,
+    rate: float,
+    burst: int,
+    inflight_per_tenant: int,
+    quota_bytes: int,
+    quota_namespaces: int,
+    metrics_token_file: str | None,
+    no_metrics: bool,
 ) -> None:
     """Serve the workspace's namespaces over HTTP (REST under /v1, MCP at /mcp) to the
     holders of keys.
@@ -142,6 +234,15 @@ def serve_cmd(
         job_threads=job_threads,
         import_limit=import_limit,
         import_max_files=import_max_files,
+        idempotency_ttl=idempotency_ttl.total_seconds(),
+        idempotency_lease=idempotency_lease,
+        rate=rate,
+        burst=burst,
+        inflight_per_tenant=inflight_per_tenant,
+        quota_bytes=quota_bytes,
+        quota_namespaces=quota_namespaces,
+        metrics=not no_metrics,
+        metrics_token_file=str(Path(metrics_token_file).resolve()) if metrics_token_file else None,
     )
     if not is_loopback_host(host) and settings.scheme == "http":
         info(

@@ -1,10 +1,11 @@
 """The ASGI application: :func:`create_app` builds it from :class:`ServerSettings`.
 
-Middleware, outermost first: the access log (and request id), the catch-all that turns an
-unexpected exception into a 500 problem, the body limits, then FastAPI's exception handlers
-and the routes. The lifespan loads the keys before the first request and polls the
-key store about once a second, so a revoked key is refused within about two seconds. MCP is
-served at ``/mcp`` (:mod:`memdir.server.mcp_http`), whose SDK servers run in the lifespan too.
+Middleware, outermost first: the access log (and request id), the metrics, the catch-all
+that turns an unexpected exception into a 500 problem, the body limits, then FastAPI's
+exception handlers and the routes. The lifespan loads the keys before the first request and
+polls the key store about once a second, so a revoked key is refused within about two
+seconds. MCP is served at ``/mcp`` (:mod:`memdir.server.mcp_http`), whose SDK servers run in
+the lifespan too.
 """
 
 from __future__ import annotations
@@ -23,13 +24,16 @@ from memdir import __version__
 from memdir.errors import MemdirError
 from memdir.server.accesslog import AccessLogMiddleware
 from memdir.server.auth import KeyAuthenticator, open_key_store
+from memdir.server.idempotency import open_idempotency_store
 from memdir.server.jobs import JobRunner
-from memdir.server.limits import BodyLimitMiddleware
+from memdir.server.limits import BodyLimitMiddleware, TenantLimiter
 from memdir.server.mcp_http import McpEndpoint
+from memdir.server.metrics import Metrics, MetricsMiddleware
 from memdir.server.models import model_factory
 from memdir.server.openapi import install_openapi
 from memdir.server.pool import NamespacePool
 from memdir.server.problems import install_problem_handlers
+from memdir.server.quotas import UsageMeter
 from memdir.server.settings import ServerSettings
 from memdir.server.state import ServerState
 from memdir.store.workspace import Workspace
@@ -37,14 +41,16 @@ from memdir.store.workspace import Workspace
 __all__ = ["app_from_env", "create_app", "preflight"]
 
 logger = logging.getLogger("memdir.server")
+_PURGE_SECONDS = 600.0
 
 
 def _routes() -> list[Any]:
-    from memdir.server import health
+    from memdir.server import health, metrics
     from memdir.server.routes import jobs, memory, meta, sessions, store, transfer
 
     return [
         *health.router.routes,
+        *metrics.router.routes,
         *meta.router.routes,
         *memory.router.routes,
         *sessions.router.routes,
@@ -69,6 +75,18 @@ def create_app(settings: ServerSettings) -> FastAPI:
         pool=NamespacePool(root),
         jobs=JobRunner(threads=settings.job_threads, timeout=settings.job_timeout),
         model=model_factory(settings.model),
+        idempotency=open_idempotency_store(root),
+        limiter=TenantLimiter(
+            rate=settings.rate, burst=settings.burst, inflight=settings.inflight_per_tenant
+        ),
+        usage=UsageMeter(
+            root,
+            quota_bytes=settings.quota_bytes,
+            quota_namespaces=settings.quota_namespaces,
+            refresh=settings.quota_refresh,
+        ),
+        metrics=Metrics(),
+        metrics_token=settings.metrics_token(),
     )
     mcp = McpEndpoint(state)
     app = FastAPI(
@@ -87,6 +105,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.mcp = mcp
     app.add_middleware(BodyLimitMiddleware, routes=app.routes, default=settings.body_limit)
     install_problem_handlers(app)
+    if settings.metrics:
+        app.add_middleware(MetricsMiddleware, metrics=state.metrics)
     app.add_middleware(AccessLogMiddleware, log_namespaces=settings.log_namespaces)
     return app
 
@@ -101,6 +121,7 @@ def preflight(settings: ServerSettings) -> None:
     """
     model_factory(settings.model)
     open_key_store(Workspace(settings.workspace, create=True)).check()
+    settings.metrics_token()
 
 
 @contextlib.asynccontextmanager
@@ -110,6 +131,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     mcp: McpEndpoint = app.state.mcp
     async with mcp.running(), anyio.create_task_group() as tasks:
         tasks.start_soon(_poll_keys, state)
+        tasks.start_soon(_purge_idempotency, state)
         try:
             yield
         finally:
@@ -135,6 +157,16 @@ async def _poll_once(state: ServerState, *, failing: bool) -> bool:
             logger.warning("cannot read the keys (%s): %s", type(exc).__name__, exc)
         return True
     return False
+
+
+async def _purge_idempotency(state: ServerState) -> None:
+    """Delete the expired idempotency records every few minutes."""
+    while True:
+        await anyio.sleep(min(state.settings.idempotency_ttl, _PURGE_SECONDS))
+        try:
+            await anyio.to_thread.run_sync(state.idempotency.purge)
+        except (MemdirError, OSError) as exc:
+            logger.warning("cannot purge idempotency records (%s)", type(exc).__name__)
 
 
 def _close_indexes() -> None:

@@ -44,8 +44,10 @@ from memdir.errors import ConfigError, MemdirError
 from memdir.mcp import create_server
 from memdir.server.auth import AuthError, Principal
 from memdir.server.auth import Scope as KeyScope
+from memdir.server.limits import RateLimited, TooManyInFlight
 from memdir.server.policy import authenticate, check_reach
 from memdir.server.problems import InvalidInput, ProblemError, problem_response
+from memdir.server.quotas import QuotaExceeded
 from memdir.server.state import ServerState
 from memdir.store.workspace import Workspace
 
@@ -229,9 +231,20 @@ class McpEndpoint:
             return
         # The access log hashes (or, if asked, names) the namespace as for a REST route.
         scope["path_params"] = {**scope.get("path_params", {}), "ns": ns}
+        limiter = self.state.limiter
+        wait = limiter.take(principal.tenant)  # the tenant's rate and place in flight, as REST
+        if wait > 0:
+            await self._refuse(scope, receive, send, RateLimited(limiter.rate, limiter.burst, wait))
+            return
+        if not limiter.enter(principal.tenant):
+            await self._refuse(scope, receive, send, TooManyInFlight(limiter.inflight))
+            return
         app = self._full if principal.scope >= KeyScope.WRITE else self._read
-        with bind(principal, ns):
-            await app(inner, receive, send)
+        try:
+            with bind(principal, ns):
+                await app(inner, receive, send)
+        finally:
+            limiter.leave(principal.tenant)
 
     @staticmethod
     async def _refuse(scope: Scope, receive: Receive, send: Send, exc: ProblemError) -> None:
@@ -257,7 +270,14 @@ class McpEndpoint:
         if not principal.grant.allows(ns):  # checked at the door already; kept as a guard
             raise ToolError(f"no namespace {ns!r}")
         try:
-            ws = self.state.pool.get(ns, create=write)
+            ws = self.state.pool.get(ns, create=False)
+            if ws is None and write:  # a write creates it, within the tenant's quota
+                usage = self.state.usage
+                usage.check_new_namespace(principal.tenant)
+                ws = self.state.pool.get(ns, create=True)
+                usage.add(principal.tenant, namespaces=1)
+        except QuotaExceeded as exc:
+            raise ToolError(exc.detail) from None
         except MemdirError as exc:
             logger.warning("MCP: cannot open a namespace (%s): %s", type(exc).__name__, exc)
             raise ToolError("the store cannot be reached; try again soon") from None

@@ -12,17 +12,20 @@ route and fails if one escapes these rules.
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, TypeVar
 
 import anyio.to_thread
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.routing import APIRoute
 
 from memdir.errors import ConfigError, MemdirError
 from memdir.server.auth import AuthError, Principal, Scope, parse_key
+from memdir.server.guards import SAFE_METHODS, admit, before_write, guarded, idempotent_run
+from memdir.server.idempotency import IDEMPOTENCY_HEADER, KEY_PATTERN, LedgerOnce
 from memdir.server.problems import (
     InsufficientScope,
     InvalidInput,
@@ -36,6 +39,7 @@ from memdir.store.namespaces import validate_namespace
 from memdir.store.workspace import Workspace
 
 __all__ = [
+    "AppendOnce",
     "Bound",
     "BoundNamespace",
     "CurrentPrincipal",
@@ -50,7 +54,6 @@ __all__ = [
     "require_principal",
 ]
 
-SAFE_METHODS: Final = frozenset({"GET", "HEAD"})
 logger = logging.getLogger("memdir.server")
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -66,12 +69,17 @@ class Policy:
             enforced by :class:`~memdir.server.limits.BodyLimitMiddleware`).
         job: runs as a long job (a per-tenant job slot, off the request threads).
         idempotent: honours an ``Idempotency-Key`` header.
+        streamed: the route reads its body as a stream (an archive), so it is never held in
+            memory whole: the quota counts its ``Content-Length``, and it takes no
+            ``Idempotency-Key``, because the write is safe to repeat as it is (an import skips
+            the files it already holds).
     """
 
     scope: Scope | None
     body_limit: int | None = None
     job: bool = False
     idempotent: bool = False
+    streamed: bool = False
 
 
 class PrincipalGuard:
@@ -89,10 +97,13 @@ class PrincipalGuard:
         try:
             principal = await _authenticate(state, token)
         except AuthError as exc:
+            state.metrics.auth_failures.labels(exc.reason).inc()
             raise Unauthorized(str(exc), missing=exc.reason == "missing") from None
         if principal.scope < needed:
+            state.metrics.auth_failures.labels("scope").inc()
             raise InsufficientScope(needed.label, principal.scope.label)
         request.state.principal = principal
+        admit(state, request, principal)
         return principal
 
 
@@ -193,7 +204,12 @@ def bound_namespace(request: Request, ns: str) -> Bound:
     """
     principal = current_principal(request)
     check_reach(principal, ns)
-    ws = server_state(request).pool.get(ns, create=request.method not in SAFE_METHODS)
+    state = server_state(request)
+    ws = state.pool.get(ns, create=False)
+    if ws is None and request.method not in SAFE_METHODS:  # a write creates it, within quota
+        state.usage.check_new_namespace(principal.tenant)
+        ws = state.pool.get(ns, create=True)
+        state.usage.add(principal.tenant, namespaces=1)
     if ws is None:
         raise NamespaceNotFound(ns)
     return Bound(principal, ns, ws)
@@ -203,8 +219,56 @@ BoundNamespace = Annotated[Bound, Depends(bound_namespace)]
 """A handler parameter: the path's namespace, checked and opened."""
 
 
+def append_once(request: Request, bound: BoundNamespace) -> LedgerOnce:
+    """The ``before_append`` hook of an add: with an ``Idempotency-Key``, an add retried after
+    its server died finds the block it wrote instead of writing it again."""
+    return LedgerOnce(bound.ws, idempotent_run(request))
+
+
+AppendOnce = Annotated[LedgerOnce, Depends(append_once)]
+"""A handler parameter: ``add_memory``'s ``before_append`` for this request."""
+
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias=IDEMPOTENCY_HEADER,
+        pattern=KEY_PATTERN,
+        description="A key of this write (a UUID): sent again with the same request, the "
+        "write is made once and its answer replayed (Idempotency-Replayed: true).",
+    ),
+]
+
+
+def write_gate(policy: Policy, *, namespaced: bool) -> Callable[..., Coroutine[Any, Any, None]]:
+    """The dependency of a write route after its namespace is checked: the idempotency
+    claim and the quota (:func:`memdir.server.guards.before_write`)."""
+
+    async def gate(request: Request, **params: Any) -> None:
+        principal = params["bound"].principal if namespaced else params["principal"]
+        key = params.get("idempotency_key")
+        await before_write(
+            request, principal, key, idempotent=policy.idempotent, streamed=policy.streamed
+        )
+
+    named = inspect.Parameter.KEYWORD_ONLY
+    parameters = [
+        inspect.Parameter("request", named, annotation=Request),
+        inspect.Parameter("bound", named, annotation=BoundNamespace)
+        if namespaced
+        else inspect.Parameter("principal", named, annotation=CurrentPrincipal),
+    ]
+    if policy.idempotent:
+        parameters.append(
+            inspect.Parameter("idempotency_key", named, default=None, annotation=IdempotencyKey)
+        )
+    gate.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    return gate
+
+
 class PolicyRoute(APIRoute):
-    """A route that carries its :class:`Policy` (taken from its :class:`PrincipalGuard`)."""
+    """A route that carries its :class:`Policy` (taken from its :class:`PrincipalGuard`),
+    its handler wrapped by :func:`memdir.server.guards.guarded`."""
 
     policy: Policy
 
@@ -218,14 +282,20 @@ class PolicyRoute(APIRoute):
         assert isinstance(guards[0], PrincipalGuard)
         self.policy = guards[0].policy
 
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        return guarded(super().get_route_handler())
+
 
 _PROBLEMS: Final = {
     401: "No key, or a key that is not valid.",
     403: "The key's scope does not allow this.",
     404: "Not found (a namespace the key does not reach is not found either).",
+    409: "A request with this Idempotency-Key is still running (Retry-After).",
     413: "The request body is too large.",
-    422: "The request is not valid.",
+    422: "The request is not valid (or its Idempotency-Key was used for another request).",
+    429: "The tenant sends too many requests, or has too many in flight (Retry-After).",
     503: "The store or the keys cannot be read; try again (Retry-After).",
+    507: "The write would take the tenant past its storage quota (limit and used named).",
 }
 
 
@@ -256,11 +326,16 @@ class MemdirRouter:
         self, method: str, path: str, endpoint: Callable[..., Any], *, policy: Policy, **kwargs: Any
     ) -> None:
         """Add ``endpoint`` at ``method path`` with ``policy``."""
-        statuses = [401, 403, 422, 503] if policy.scope is not None else []
+        statuses = [401, 403, 422, 429, 503] if policy.scope is not None else []
         if "{ns}" in self._router.prefix + path:
             statuses.append(404)
+        dependencies = [Depends(require_principal(policy))]
         if method not in SAFE_METHODS:
-            statuses.append(413)
+            statuses += [413, 507]
+            namespaced = "{ns}" in self._router.prefix + path
+            dependencies.append(Depends(write_gate(policy, namespaced=namespaced)))
+        if policy.idempotent:
+            statuses.append(409)
         responses: dict[int | str, dict[str, Any]] = {
             status: {"model": Problem, "description": _PROBLEMS[status]}
             for status in sorted(statuses)
@@ -270,7 +345,7 @@ class MemdirRouter:
             path,
             endpoint,
             methods=[method],
-            dependencies=[Depends(require_principal(policy))],
+            dependencies=dependencies,
             responses=responses,
             name=kwargs.pop("name", endpoint.__name__),
             **kwargs,

@@ -74,6 +74,8 @@ class Problem(BaseModel):
     errors: list[ProblemField] | None = Field(
         default=None, description="The invalid parts of the request (validation errors)."
     )
+    limit: int | None = Field(default=None, description="The limit passed (a quota).")
+    used: int | None = Field(default=None, description="How much of it is used.")
 
 
 class ProblemError(StarletteHTTPException):
@@ -85,15 +87,26 @@ class ProblemError(StarletteHTTPException):
         code: the stable problem code.
         detail: one line saying what to do.
         headers: more response headers (``WWW-Authenticate``, ``Retry-After``).
+        limit: the limit the request would pass (a quota), for the problem's ``limit``.
+        used: how much of the limit is used, for the problem's ``used``.
     """
 
     def __init__(
-        self, status: int, code: str, detail: str, *, headers: dict[str, str] | None = None
+        self,
+        status: int,
+        code: str,
+        detail: str,
+        *,
+        headers: dict[str, str] | None = None,
+        limit: int | None = None,
+        used: int | None = None,
     ) -> None:
         super().__init__(status_code=status, detail=detail, headers=headers or {})
         self.status = status
         self.code = code
         self.detail: str = detail
+        self.limit = limit
+        self.used = used
 
 
 class Unauthorized(ProblemError):
@@ -167,6 +180,8 @@ def problem_response(
     *,
     headers: dict[str, str] | None = None,
     errors: list[ProblemField] | None = None,
+    limit: int | None = None,
+    used: int | None = None,
 ) -> JSONResponse:
     """The problem answer for ``request``."""
     problem = Problem(
@@ -178,6 +193,8 @@ def problem_response(
         code=code,
         request_id=str(getattr(request.state, "request_id", "")),
         errors=errors,
+        limit=limit,
+        used=used,
     )
     return JSONResponse(
         problem.model_dump(exclude_none=True),
@@ -220,7 +237,13 @@ _MEMDIR_ERRORS: Final[tuple[tuple[type[MemdirError], int, str, str | None], ...]
 async def _on_problem(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ProblemError)
     return problem_response(
-        request, exc.status, exc.code, exc.detail, headers=dict(exc.headers or {})
+        request,
+        exc.status,
+        exc.code,
+        exc.detail,
+        headers=dict(exc.headers or {}),
+        limit=exc.limit,
+        used=exc.used,
     )
 
 

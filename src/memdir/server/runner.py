@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 from collections.abc import Callable
 
 import uvicorn
@@ -22,6 +24,8 @@ from uvicorn.supervisors import Multiprocess
 
 from memdir.errors import ConfigError
 from memdir.server.settings import CONFIG_ENV, ServerSettings
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 __all__ = ["bind", "serve"]
 
@@ -116,6 +120,7 @@ def serve(settings: ServerSettings) -> None:
     sock = bind(settings.host, settings.port)
     url = bound_url(settings, sock)
     os.environ[CONFIG_ENV] = settings.to_env()  # for the factory, in this process or a worker
+    metrics_dir = _multiprocess_metrics(settings)
     config = uvicorn.Config(
         _FACTORY,
         factory=True,
@@ -145,6 +150,20 @@ def serve(settings: ServerSettings) -> None:
             _Supervisor(config, [sock], ready).run()
     finally:
         sock.close()
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _multiprocess_metrics(settings: ServerSettings) -> str | None:
+    """With several workers, a fresh private directory where each keeps its metrics, so
+    that any of them answers ``/metrics`` with the sums of all (prometheus-client's
+    multiprocess mode); the directory made here, to remove at exit (``None``: none made).
+    A ``$PROMETHEUS_MULTIPROC_DIR`` set by the operator is used as it is."""
+    if settings.workers == 1 or not settings.metrics or os.environ.get(MULTIPROC_ENV):
+        return None
+    made = tempfile.mkdtemp(prefix="memdir-metrics-")  # mode 0700
+    os.environ[MULTIPROC_ENV] = made  # read by prometheus-client when a worker imports it
+    return made
 
 
 def _shown(workspace: str) -> str:

@@ -16,12 +16,15 @@ from typing import Any, Final
 
 from memdir.errors import ConfigError
 
-__all__ = ["CONFIG_ENV", "IMPORT_LIMIT_MAX", "ServerSettings"]
+__all__ = ["CONFIG_ENV", "IMPORT_LIMIT_MAX", "METRICS_TOKEN_ENV", "ServerSettings"]
 
 CONFIG_ENV: Final = "MEMDIR_SERVE_CONFIG"
 """The variable a worker process reads its settings from."""
 IMPORT_LIMIT_MAX: Final = 1 << 40
 """The largest ``import_limit`` there may be (1 TiB)."""
+METRICS_TOKEN_ENV: Final = "MEMDIR_METRICS_TOKEN"
+"""The variable holding the token of ``/metrics`` (else ``metrics_token_file``)."""
+_MIN_TOKEN: Final = 16
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +50,22 @@ class ServerSettings:
         job_threads: jobs running at once in one process (each tenant runs one at a time).
         import_limit: the largest archive an import takes, in bytes, sent and unpacked.
         import_max_files: the most files an imported archive may hold.
+        idempotency_ttl: seconds the answer of a write with an ``Idempotency-Key`` is kept.
+        idempotency_lease: seconds a write's claim of its key holds without being renewed
+            (it is renewed while the write runs): how soon a retry may take over from a
+            server that died.
+        rate: requests a second each tenant may send to this process (``0``: no limit).
+        burst: requests a tenant may send at once above its rate.
+        inflight_per_tenant: requests of one tenant this process serves at once (``0``: no
+            limit); more are refused (429), so one tenant cannot hold every worker thread.
+        quota_bytes: bytes a tenant's namespaces may hold (``0``: no quota).
+        quota_namespaces: namespaces a tenant may have (``0``: no quota).
+        quota_refresh: seconds a measure of a tenant's storage is used before the store is
+            measured again (writes are added in between).
+        metrics: count requests for Prometheus (``/metrics``).
+        metrics_token_file: a file holding the bearer token ``/metrics`` needs (the token
+            itself is never a setting: it is read from here or ``$MEMDIR_METRICS_TOKEN``);
+            without either, ``/metrics`` answers loopback clients only.
     """
 
     workspace: str
@@ -65,6 +84,16 @@ class ServerSettings:
     job_threads: int = 4
     import_limit: int = 256 << 20
     import_max_files: int = 10_000
+    idempotency_ttl: float = 86_400.0
+    idempotency_lease: float = 30.0
+    rate: float = 100.0
+    burst: int = 200
+    inflight_per_tenant: int = 16
+    quota_bytes: int = 1 << 30
+    quota_namespaces: int = 1000
+    quota_refresh: float = 60.0
+    metrics: bool = True
+    metrics_token_file: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.workspace, str) or not self.workspace.strip():
@@ -75,10 +104,24 @@ class ServerSettings:
             raise ConfigError(f"--port must be 0 to 65535, not {self.port}")
         if not 1 <= self.workers <= 256:
             raise ConfigError(f"--workers must be 1 to 256, not {self.workers}")
-        for name in ("graceful_timeout", "key_poll_seconds", "job_timeout"):
+        for name in (
+            "graceful_timeout",
+            "key_poll_seconds",
+            "job_timeout",
+            "idempotency_ttl",
+            "idempotency_lease",
+            "quota_refresh",
+        ):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"{name} must be a positive number of seconds, not {value}")
+        if not (math.isfinite(self.rate) and self.rate >= 0):
+            raise ConfigError(f"--rate must be a number of requests a second >= 0, not {self.rate}")
+        if self.burst < 1:
+            raise ConfigError(f"--burst must be at least 1, not {self.burst}")
+        for name in ("inflight_per_tenant", "quota_bytes", "quota_namespaces"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be 0 (no limit) or more, not {getattr(self, name)}")
         if self.body_limit < 1:
             raise ConfigError(
                 f"body_limit must be a positive number of bytes, not {self.body_limit}"
@@ -99,6 +142,32 @@ class ServerSettings:
             raise ConfigError(f"--import-max-files must be positive, not {self.import_max_files}")
         if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
             raise ConfigError("--ssl-certfile and --ssl-keyfile go together")
+
+    def metrics_token(self) -> str | None:
+        """The token ``/metrics`` needs: ``$MEMDIR_METRICS_TOKEN``, else the first line of
+        ``metrics_token_file``; ``None`` without either.
+
+        Raises:
+            ConfigError: the file cannot be read, or the token is shorter than 16 characters.
+        """
+        token = os.environ.get(METRICS_TOKEN_ENV)
+        where = f"${METRICS_TOKEN_ENV}"
+        if not token and self.metrics_token_file is not None:
+            where = self.metrics_token_file
+            try:
+                with open(self.metrics_token_file, encoding="utf-8") as fh:
+                    token = fh.readline()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"cannot read the metrics token from {where}: {exc}") from None
+        if not token:
+            return None
+        token = token.strip()
+        if len(token) < _MIN_TOKEN or not token.isprintable() or " " in token:
+            raise ConfigError(
+                f"the metrics token in {where} must be {_MIN_TOKEN} or more printable "
+                "characters without spaces (e.g. the output of: openssl rand -hex 32)"
+            )
+        return token
 
     @property
     def scheme(self) -> str:

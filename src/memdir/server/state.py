@@ -4,15 +4,22 @@ the open namespaces. Built by :func:`memdir.server.app.create_app`, one per appl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fastapi import Request
 
 from memdir.server.auth import KeyAuthenticator
+from memdir.server.idempotency import IdempotencyStore
 from memdir.server.jobs import JobRunner
+from memdir.server.limits import TenantLimiter
 from memdir.server.models import ModelFactory
 from memdir.server.pool import NamespacePool
+from memdir.server.quotas import UsageMeter
 from memdir.server.settings import ServerSettings
 from memdir.store.workspace import Workspace
+
+if TYPE_CHECKING:  # the metrics module serves /metrics, and so needs this one
+    from memdir.server.metrics import Metrics
 
 __all__ = ["ServerState", "server_state"]
 
@@ -28,6 +35,11 @@ class ServerState:
         pool: the namespaces opened so far.
         jobs: runs flushes, compactions, consolidations, maintenance, import and export.
         model: makes the model of a job.
+        idempotency: the records of idempotency keys.
+        limiter: each tenant's rate and requests in flight.
+        usage: each tenant's storage, against its quotas.
+        metrics: the Prometheus metrics.
+        metrics_token: the bearer token ``/metrics`` needs (``None``: loopback clients only).
         readiness: when readiness was last checked (``time.monotonic()``) and why the server
             was not ready then (``None``: it was).
     """
@@ -38,6 +50,11 @@ class ServerState:
     pool: NamespacePool
     jobs: JobRunner
     model: ModelFactory
+    idempotency: IdempotencyStore
+    limiter: TenantLimiter
+    usage: UsageMeter
+    metrics: Metrics
+    metrics_token: str | None = None
     readiness: tuple[float, str | None] = (float("-inf"), None)
 
 

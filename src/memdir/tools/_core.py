@@ -11,14 +11,16 @@ import dataclasses
 import logging
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memdir._opencache import OpenCache, index_cache
+from memdir._testpoint import pause_point
 from memdir.errors import MemdirError, ToolInputError, WorkspaceError
 from memdir.redact import Redactor
 from memdir.store._safeopen import PathMissing
-from memdir.store.ledger import append_block, line_at
+from memdir.store.ledger import AppendedBlock, append_block, line_at
 from memdir.store.workspace import ARCHIVE_DIR, MEMORY_AREA, MEMORY_DIR, MEMORY_MD, Workspace
 
 if TYPE_CHECKING:
@@ -37,6 +39,11 @@ Consolidation reads every new ledger entry, so an unbounded one (a file piped to
 """
 MAX_PATH_CHARS = 1_000
 ADD_HEADER = "Memory Add"
+
+BeforeAppend = Callable[[str, int, list[str]], AppendedBlock | None]
+"""``add_memory``'s ``before_append(rel, offset, bullets)``: called before the bullets are
+appended to ledger ``rel`` (``offset``: its size then); returns the block when an earlier try
+of the same add already landed (nothing is appended then), else ``None``."""
 
 _INT_TEXT = re.compile(r"\s*[+-]?\d{1,9}\s*")
 # Citations as search results print them (``memory/x.md#L3-L5``) and as editors write them
@@ -245,7 +252,13 @@ def masked_note(count: int) -> str:
     return f"{count} {noun} masked as [REDACTED:<kind>]."
 
 
-def add_memory(ws: Workspace, text: str, *, redactor: Redactor | None = None) -> AddResult:
+def add_memory(
+    ws: Workspace,
+    text: str,
+    *,
+    redactor: Redactor | None = None,
+    before_append: BeforeAppend | None = None,
+) -> AddResult:
     """Append each non-blank line of ``text`` as a bullet to today's ledger, then re-index it.
 
     Secrets are masked first (``redactor``, default the built-in patterns), like everything
@@ -254,6 +267,10 @@ def add_memory(ws: Workspace, text: str, *, redactor: Redactor | None = None) ->
 
     The write comes first and is never undone: if indexing fails the bullets are still on
     disk (the next search's refresh picks them up) and ``index_error`` says what happened.
+
+    ``before_append`` makes a retried add happen once: it may record where the bullets are
+    about to go, and answer the block an earlier try already wrote (``memdir serve`` does this
+    for a request with an ``Idempotency-Key``, with :func:`memdir.store.ledger.landed_since`).
 
     Raises:
         ToolInputError: ``text`` is not text, is blank, is longer than
@@ -274,7 +291,15 @@ def add_memory(ws: Workspace, text: str, *, redactor: Redactor | None = None) ->
         added = ws.remote.add(text)
         return dataclasses.replace(added, masked=added.masked + masked)
     bullets = [line.strip() for line in text.splitlines() if line.strip()]
-    block = append_block(ws, bullets, header=ADD_HEADER)
+    day = ws.today()
+    block = None
+    if before_append is not None:
+        target = ws.ledger_rel(day)
+        st = ws.stat(target, area=MEMORY_AREA)
+        block = before_append(target, st.size if st is not None else 0, bullets)
+    if block is None:
+        block = append_block(ws, bullets, header=ADD_HEADER, day=day)
+        pause_point("add:after-append")
     rel = block.rel
     index_error: str | None = None
     try:

@@ -18,7 +18,7 @@ from psycopg import sql
 from memdir.errors import ConfigError
 from memdir.server.auth._keys import KeyRecord, Scope, check_record
 from memdir.store.postgres._connect import Database
-from memdir.store.postgres._schema import migrate
+from memdir.store.postgres._schema import ensure_migrated
 
 __all__ = ["PgKeyStore"]
 
@@ -46,9 +46,7 @@ class PgKeyStore:
         return f"{self.db.shown} (table {self.db.schema}.api_keys)"
 
     def _tx(self, fn: Any, *, read_only: bool = False) -> Any:
-        if not self.db.migrated:
-            migrate(self.db.transaction, self.db.schema)
-            self.db.migrated = True
+        ensure_migrated(self.db)
         return self.db.transaction(fn, read_only=read_only)
 
     def _bump(self, cur: Any) -> None:

@@ -56,9 +56,11 @@ from memdir.tools._core import shared_index
 __all__ = ["router"]
 
 READ: Final = Policy(scope=Scope.READ)
-JOB: Final = Policy(scope=Scope.WRITE, job=True)
-MESSAGES_JOB: Final = Policy(scope=Scope.WRITE, body_limit=MESSAGES_LIMIT, job=True)
-ADMIN_JOB: Final = Policy(scope=Scope.ADMIN, job=True)
+JOB: Final = Policy(scope=Scope.WRITE, job=True, idempotent=True)
+MESSAGES_JOB: Final = Policy(
+    scope=Scope.WRITE, body_limit=MESSAGES_LIMIT, job=True, idempotent=True
+)
+ADMIN_JOB: Final = Policy(scope=Scope.ADMIN, job=True, idempotent=True)
 JOB_PROBLEMS: Final[dict[int | str, dict[str, Any]]] = {
     429: {"model": Problem, "description": "A job of this tenant runs now (Retry-After)."},
     503: {"model": Problem, "description": "The job ran past the job timeout, or the store is "

@@ -15,7 +15,7 @@ from memdir.memory.curated import MAX_MEMORY_MD_BYTES
 from memdir.server.auth import Scope
 from memdir.server.conditional import Precondition, etag, precondition
 from memdir.server.pagination import Cursor, Limit, page_of
-from memdir.server.policy import Bound, BoundNamespace, MemdirRouter, Policy
+from memdir.server.policy import AppendOnce, Bound, BoundNamespace, MemdirRouter, Policy
 from memdir.server.pool import EMPTY_MEMORY_MD
 from memdir.server.problems import (
     InvalidInput,
@@ -54,8 +54,8 @@ from memdir.tools._sessions import find_in_sessions
 __all__ = ["router"]
 
 READ: Final = Policy(scope=Scope.READ)
-WRITE: Final = Policy(scope=Scope.WRITE)
-CURATE: Final = Policy(scope=Scope.WRITE, body_limit=MAX_MEMORY_MD_BYTES)
+WRITE: Final = Policy(scope=Scope.WRITE, idempotent=True)
+CURATE: Final = Policy(scope=Scope.WRITE, body_limit=MAX_MEMORY_MD_BYTES, idempotent=True)
 _MARKDOWN: Final = "text/markdown; charset=utf-8"
 _TEXT_TYPES: Final = frozenset({"text/markdown", "text/plain"})
 _DEFAULT_LINES: Final = 50
@@ -74,9 +74,9 @@ Sources = Annotated[
 
 
 @router.post("/memories", policy=WRITE, response_model=Added, status_code=201)
-def add(bound: BoundNamespace, body: AddIn) -> Added:
+def add(bound: BoundNamespace, body: AddIn, once: AppendOnce) -> Added:
     """Append each non-blank line of ``text`` as a bullet to today's ledger (secrets masked)."""
-    return Added.model_validate(add_memory(bound.ws, body.text))
+    return Added.model_validate(add_memory(bound.ws, body.text, before_append=once))
 
 
 @router.get("/search", policy=READ, response_model=SearchResult)

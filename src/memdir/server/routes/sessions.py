@@ -37,7 +37,7 @@ __all__ = ["router"]
 READ: Final = Policy(scope=Scope.READ)
 MESSAGES_LIMIT: Final = 8 << 20
 """The largest body of a message append, in bytes."""
-APPEND: Final = Policy(scope=Scope.WRITE, body_limit=MESSAGES_LIMIT)
+APPEND: Final = Policy(scope=Scope.WRITE, body_limit=MESSAGES_LIMIT, idempotent=True)
 _REDACTOR: Final = Redactor()
 
 router = MemdirRouter(prefix="/v1/namespaces/{ns}/sessions")

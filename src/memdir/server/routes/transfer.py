@@ -32,7 +32,7 @@ __all__ = ["router"]
 EXPORT: Final = Policy(scope=Scope.ADMIN, job=True)
 # The body limit is the server's --import-limit, checked by the route (a policy is fixed when
 # the module is imported); this is only the largest that setting may be.
-IMPORT: Final = Policy(scope=Scope.ADMIN, body_limit=IMPORT_LIMIT_MAX, job=True)
+IMPORT: Final = Policy(scope=Scope.ADMIN, body_limit=IMPORT_LIMIT_MAX, job=True, streamed=True)
 GZIP: Final = "application/gzip"
 _ARCHIVE: Final = {GZIP: {"schema": {"type": "string", "format": "binary"}}}
 _SPOOL_CHUNK: Final = 1 << 20

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from psycopg import sql
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "ensure_migrated", "migrate"]
 
 # The append function of migration 4, and of 6, which also finds a key that a rewrite moved to
 # write_keys. Released text: what migration 4 makes must never change.
@@ -240,6 +240,28 @@ MIGRATIONS: Final[dict[int, list[str]]] = {
         )""",
         "INSERT INTO {s}.api_key_changes (generation) VALUES (0)",
     ],
+    # The idempotency keys of `memdir serve` (memdir.server._idem_pg): per tenant, the claim
+    # of a write (its holder's token, until when it holds, what it was about to write) and then
+    # its stored answer, kept a day. Quotas sum the sizes of a tenant's files by name prefix.
+    8: [
+        """CREATE TABLE {s}.idempotency (
+            tenant text NOT NULL,
+            key text NOT NULL,
+            fingerprint bytea NOT NULL,
+            token uuid NOT NULL,
+            state text NOT NULL CHECK (state IN ('running', 'done')),
+            locked_until timestamptz NOT NULL,
+            expires_at timestamptz NOT NULL,
+            intent jsonb,
+            status int,
+            headers jsonb,
+            body bytea,
+            PRIMARY KEY (tenant, key)
+        )""",
+        "CREATE INDEX idempotency_expiry ON {s}.idempotency (expires_at)",
+        "CREATE INDEX files_ns_pattern ON {s}.files (ns text_pattern_ops) INCLUDE (size)",
+        "CREATE INDEX namespaces_pattern ON {s}.namespaces (ns text_pattern_ops)",
+    ],
 }
 SCHEMA_VERSION: Final = max(MIGRATIONS)
 
@@ -282,3 +304,11 @@ def migrate(transaction: Callable[[Callable[[Any], Any]], Any], schema: str) -> 
 
     result: int = transaction(step)
     return result
+
+
+def ensure_migrated(db: Any) -> None:
+    """Migrate the schema of ``db`` (a :class:`~memdir.store.postgres._connect.Database`)
+    unless this process did already."""
+    if not db.migrated:
+        migrate(db.transaction, db.schema)
+        db.migrated = True
