@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
+import httpx
 import pytest
 
 from _server import Served, fresh_namespace
@@ -50,6 +52,35 @@ def test_a_file_is_written_read_swapped_appended_listed_and_deleted(served: Serv
         assert http.delete(f"{files}/notes/a.md").json() == {"deleted": False}
         missing = http.get(f"{files}/notes/a.md")
         assert missing.status_code == 404 and missing.json()["code"] == "not-found"
+
+
+def test_a_write_sent_again_with_its_idempotency_key_is_made_once(served: Served) -> None:
+    """A retry after a lost answer gets the first answer, not the failure its own write
+    would now cause (412 for a create or a swap, ``deleted: false`` for a delete)."""
+    ns = fresh_namespace()
+    files = _files(ns)
+
+    def once(http: httpx.Client, method: str, path: str, **options: Any) -> httpx.Response:
+        key = {"Idempotency-Key": str(uuid.uuid4())}
+        headers = {**key, **options.pop("headers", {})}
+        first = http.request(method, path, headers=headers, **options)
+        again = http.request(method, path, headers=headers, **options)
+        assert again.status_code == first.status_code < 300, again.text
+        assert again.headers.get("idempotency-replayed") == "true"
+        assert again.content == first.content
+        return first
+
+    with served.client("acme_write") as http:
+        once(http, "PUT", f"{files}/a.md", content=b"- one\n", headers={"If-None-Match": "*"})
+        version = http.get(f"{files}/a.md").headers["etag"]
+        once(http, "PUT", f"{files}/a.md", content=b"- two\n", headers={"If-Match": version})
+        once(http, "POST", f"{files}/a.md", content=b"- three\n")
+        assert http.get(f"{files}/a.md").content == b"- two\n- three\n"  # appended once
+        assert once(http, "DELETE", f"{files}/a.md").json() == {"deleted": True}
+        reused = http.put(f"{files}/b.md", content=b"x", headers={"Idempotency-Key": "k-1"})
+        other = http.put(f"{files}/b.md", content=b"y", headers={"Idempotency-Key": "k-1"})
+        assert reused.status_code == 204 and other.status_code == 422
+        assert http.get(f"{files}/b.md").content == b"x"
 
 
 def test_a_listing_walks_its_pages(served: Served) -> None:

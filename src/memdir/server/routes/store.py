@@ -47,9 +47,10 @@ __all__ = ["STORE_BODY_LIMIT", "router"]
 STORE_BODY_LIMIT: Final = 32 << 20
 """The largest file written or appended at once, in bytes."""
 READ: Final = Policy(scope=Scope.READ)
-WRITE: Final = Policy(scope=Scope.WRITE)
-UPLOAD: Final = Policy(scope=Scope.WRITE, body_limit=STORE_BODY_LIMIT)
-APPEND: Final = Policy(scope=Scope.WRITE, body_limit=STORE_BODY_LIMIT, idempotent=True)
+# Every write honours an Idempotency-Key: a conditional write or a delete retried after a lost
+# answer replays its success instead of failing on its own effect (412, deleted: false).
+WRITE: Final = Policy(scope=Scope.WRITE, idempotent=True)
+UPLOAD: Final = Policy(scope=Scope.WRITE, body_limit=STORE_BODY_LIMIT, idempotent=True)
 _HIDDEN: Final = frozenset({INDEX_DIR, SERVER_DIR})
 _LIST_MAX: Final = 1_000
 _OCTETS: Final = "application/octet-stream"
@@ -218,7 +219,7 @@ async def write_file(
 
 @router.post(
     "/files/{path:path}",
-    policy=APPEND,
+    policy=UPLOAD,
     response_model=Appended,
     responses=_REFUSED,
     openapi_extra=_BYTES_BODY,
