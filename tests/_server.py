@@ -300,3 +300,47 @@ def wait_for(check: Any, what: str, *, bound: float = 60.0) -> Any:
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {bound:g} s for {what}")
         time.sleep(0.05)
+
+
+class RemoteServers:
+    """``memdir serve`` over each store, started on first use and shared by a test session:
+    what remote workspaces (``Workspace("http://127.0.0.1:PORT", ...)``) are opened on."""
+
+    def __init__(
+        self, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    ) -> None:
+        self._request = request
+        self._tmp = tmp_path_factory
+        self._running: dict[str, Served] = {}
+
+    def get(self, store: str) -> Served:
+        """The server over ``store`` (``files`` or ``postgres``), started if need be."""
+        if store not in self._running:
+            if store == "files":
+                workspace = str(self._tmp.mktemp("remote") / "ws")
+            else:
+                url: str = self._request.getfixturevalue("postgres_server")
+                sep = "&" if "?" in url else "?"
+                workspace = f"{url}{sep}schema=r_{uuid.uuid4().hex[:16]}"
+            keys = make_keys(workspace, KEYS)
+            server = ServerProcess(workspace).start()
+            self._running[store] = Served(store, workspace, server, keys)
+        return self._running[store]
+
+    def close(self) -> None:
+        """Stop every server started."""
+        for served in self._running.values():
+            served.server.stop()
+        self._running.clear()
+
+
+def remote_workspace(served: Served, *, key: str = "acme_write", **options: Any) -> Any:
+    """A workspace in a fresh namespace on the server ``served``, with the key ``key``."""
+    from memdir.workspace import Workspace
+
+    return Workspace(
+        served.server.url,
+        namespace=fresh_namespace(),
+        api_key=served.keys.secrets[key],
+        **options,
+    )

@@ -112,10 +112,33 @@ def served_workspace(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture(params=["files", "postgres"])
 def any_ws(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Workspace:
     """The same workspace on each store: a directory, and a PostgreSQL database."""
+    return store_workspace(request, tmp_path, clock)
+
+
+STORES_AND_SERVERS = ("files", "postgres", "remote-files", "remote-postgres")
+"""The params of an ``any_ws`` that also opens a namespace on a real ``memdir serve`` over
+each store (a module overrides ``any_ws`` with them)."""
+
+
+def sibling(ws: Workspace, name: str) -> str:
+    """The name of another namespace beside ``ws``: ``name`` itself, or on a server (where
+    every namespace is one of the key's tenant) ``<ws's namespace>-<name>``."""
+    return f"{ws.namespace}-{name}" if ws.remote is not None else name
+
+
+def store_workspace(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Workspace:
+    """The workspace of ``request.param``: a directory (``files``), a PostgreSQL database
+    (``postgres``), or a fresh namespace on a server over either (``remote-files``,
+    ``remote-postgres``)."""
     if request.param == "files":
         return Workspace(tmp_path / "ws", tz="UTC", clock=clock)
-    url = request.getfixturevalue("pg_url")
-    return Workspace(url, tz="UTC", clock=clock)
+    if request.param == "postgres":
+        return Workspace(request.getfixturevalue("pg_url"), tz="UTC", clock=clock)
+    from _server import remote_workspace
+
+    served = request.getfixturevalue("remote_servers").get(request.param.removeprefix("remote-"))
+    ws: Workspace = remote_workspace(served, tz="UTC", clock=clock)
+    return ws
 
 
 @pytest.fixture(scope="module", params=["files", "postgres"])
@@ -125,3 +148,28 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     from _server import serve_store
 
     yield from serve_store(request, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def remote_servers(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    """``memdir serve`` over each store, started on first use, for the whole session (see
+    ``tests/_server.py``: :class:`RemoteServers`)."""
+    from _server import RemoteServers
+
+    servers = RemoteServers(request, tmp_path_factory)
+    try:
+        yield servers
+    finally:
+        servers.close()
+
+
+@pytest.fixture(params=["files", "postgres"])
+def remote_ws(request: pytest.FixtureRequest, remote_servers: Any, clock: FixedClock) -> Workspace:
+    """A workspace on a real ``memdir serve`` (over each store), in a fresh namespace of its
+    own, opened with a write key of tenant ``acme``."""
+    from _server import remote_workspace
+
+    ws: Workspace = remote_workspace(remote_servers.get(request.param), tz="UTC", clock=clock)
+    return ws

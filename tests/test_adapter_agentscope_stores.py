@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any
 
+import pytest
 from agentscope.agent import Agent, ContextConfig
 from agentscope.message import (
     AssistantMsg,
@@ -18,6 +20,7 @@ from agentscope.message import (
 from agentscope.model import ChatResponse
 from agentscope.tool import Toolkit
 
+from conftest import STORES_AND_SERVERS, FixedClock, sibling, store_workspace
 from memdir import Workspace
 from memdir.adapters.agentscope import (
     MemdirMiddleware,
@@ -37,6 +40,13 @@ from test_adapter_agentscope import (
     first_run_reply,
     lookup,
 )
+
+
+@pytest.fixture(params=STORES_AND_SERVERS)
+def any_ws(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Workspace:
+    """The workspace on each store, and in a namespace on a server over each."""
+    return store_workspace(request, tmp_path, clock)
+
 
 PNG = base64.b64encode(b"\x89PNG fake image").decode()
 
@@ -140,12 +150,13 @@ async def test_a_run_that_truncates_compacts_and_flushes(any_ws: Workspace):
 
 
 async def test_offloads_in_two_namespaces_are_apart(any_ws: Workspace):
-    alice = MemdirOffloader(any_ws, namespace="alice")
-    bob = MemdirOffloader(any_ws.namespaced("bob"))
+    alice_ns, bob_ns = sibling(any_ws, "alice"), sibling(any_ws, "bob")
+    alice = MemdirOffloader(any_ws, namespace=alice_ns)
+    bob = MemdirOffloader(any_ws.namespaced(bob_ns))
     await alice.offload_context("s", [UserMsg(name="user", content="alice's secret")])
     await bob.offload_context("s", [UserMsg(name="user", content="bob's note")])
     await alice.offload_tool_result("s", ToolResultBlock(id="c", name="t", output="alice rows"))
-    assert [m.text for m in SessionLog(any_ws.namespaced("bob"), "s").messages()] == ["bob's note"]
+    assert [m.text for m in SessionLog(any_ws.namespaced(bob_ns), "s").messages()] == ["bob's note"]
     assert [m.text for m in alice.session_log("s").messages()] == ["alice's secret"]
-    assert list(any_ws.namespaced("bob").walk("large_tool_results")) == []
+    assert list(any_ws.namespaced(bob_ns).walk("large_tool_results")) == []
     assert SessionLog(any_ws, "s").messages() == []

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anthropic
 import httpx2
 import pytest
 
 import test_adapter_anthropic as anthropic_tests
+from conftest import STORES_AND_SERVERS, FixedClock, sibling, store_workspace
 from memdir import Workspace
 from memdir.adapters.anthropic import AsyncMemdirMemoryTool, MemdirMemoryTool
 from memdir.tools._core import close_shared_indexes
 from test_adapter_anthropic import PROMPT, REQUEST, SCRIPT, TODAY, _results, _ScriptedApi, refused
+
+
+@pytest.fixture(params=STORES_AND_SERVERS)
+def any_ws(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Workspace:
+    """The workspace on each store, and in a namespace on a server over each."""
+    return store_workspace(request, tmp_path, clock)
 
 
 @pytest.fixture
@@ -119,7 +128,11 @@ def test_ledgers_stay_append_only_and_memory_md_keeps_its_versions(
     )
     assert any_ws.read_text("memory/2026-11-29.md") == "- old fact\n"
     tool.create(f"/memories/{TODAY}.md", "The office moved to Lyon.\n")
-    assert "The office moved to Lyon." in any_ws.read_text(f"memory/{TODAY}.md")
+    added = [rel for _, rel in any_ws.ledgers() if "moved to Lyon" in any_ws.read_text(rel)]
+    # today's ledger: of this workspace's clock, or on a server of the server's own day
+    assert len(added) == 1 and any_ws.read_text("memory/2026-11-29.md") == "- old fact\n"
+    if any_ws.remote is None:
+        assert added == [f"memory/{TODAY}.md"]
 
     any_ws.write_text("MEMORY.md", "# Memory\n- The deploy day is Tuesday.\n")
     tool.str_replace("/memories/MEMORY.md", "Tuesday", "Thursday")
@@ -130,16 +143,17 @@ def test_ledgers_stay_append_only_and_memory_md_keeps_its_versions(
 
 
 def test_two_namespaces_have_their_own_memories(any_ws: Workspace):
-    alice = MemdirMemoryTool(any_ws, namespace="alice")
-    bob = MemdirMemoryTool(any_ws.namespaced("bob"))
+    alice_ns, bob_ns = sibling(any_ws, "alice"), sibling(any_ws, "bob")
+    alice = MemdirMemoryTool(any_ws, namespace=alice_ns)
+    bob = MemdirMemoryTool(any_ws.namespaced(bob_ns))
     alice.create("/memories/locker.md", "Alice's locker code is 4521.\n")
     assert "locker.md" not in bob.view("/memories")
     assert refused(bob.view, "/memories/locker.md").startswith("The path /memories/locker.md")
     bob.create("/memories/locker.md", "Bob has no locker.\n")
-    assert any_ws.namespaced("alice").read_text("memory/locker.md") == (
+    assert any_ws.namespaced(alice_ns).read_text("memory/locker.md") == (
         "Alice's locker code is 4521.\n"
     )
-    assert any_ws.namespaced("bob").read_text("memory/locker.md") == "Bob has no locker.\n"
+    assert any_ws.namespaced(bob_ns).read_text("memory/locker.md") == "Bob has no locker.\n"
     assert any_ws.stat("memory/locker.md") is None
     close_shared_indexes()
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from conftest import STORES_AND_SERVERS, FixedClock, sibling, store_workspace
 from memdir.adapters.langchain import MemdirMiddleware
 from memdir.compaction import CompactionConfig
 from memdir.messages import SUMMARY_NAME
@@ -20,6 +24,12 @@ from test_adapter_langchain import (
     lookup,
     tool_turns,
 )
+
+
+@pytest.fixture(params=STORES_AND_SERVERS)
+def any_ws(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Workspace:
+    """The workspace on each store, and in a namespace on a server over each."""
+    return store_workspace(request, tmp_path, clock)
 
 
 def ledger_text(ws: Workspace) -> str:
@@ -70,7 +80,8 @@ def test_a_run_that_injects_compacts_offloads_and_flushes(any_ws: Workspace) -> 
 
 
 def test_two_namespaces_keep_their_memory_apart(any_ws: Workspace) -> None:
-    alice, bob = any_ws.namespaced("alice"), any_ws.namespaced("bob")
+    alice_ns, bob_ns = sibling(any_ws, "alice"), sibling(any_ws, "bob")
+    alice, bob = any_ws.namespaced(alice_ns), any_ws.namespaced(bob_ns)
     alice.write_text("MEMORY.md", "# Memory\n- Alice's locker code is 4521.\n")
     prompts = []
     for ws in (alice, bob):

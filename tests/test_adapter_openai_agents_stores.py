@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
 from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
+from conftest import STORES_AND_SERVERS, FixedClock, sibling, store_workspace
 from memdir.adapters.openai_agents import (
     MARKER_KEY,
     MemdirSession,
@@ -17,6 +20,13 @@ from memdir.compaction import CompactionConfig
 from memdir.sessions import SessionLog
 from memdir.workspace import Workspace
 from test_adapter_openai_agents import logged_items, lookup
+
+
+@pytest.fixture(params=STORES_AND_SERVERS)
+def any_ws(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Workspace:
+    """The workspace on each store, and in a namespace on a server over each."""
+    return store_workspace(request, tmp_path, clock)
+
 
 set_tracing_disabled(True)
 
@@ -124,12 +134,13 @@ async def test_a_run_that_compacts_flushes_and_evicts(any_ws: Workspace) -> None
 
 
 async def test_sessions_in_two_namespaces_are_apart(any_ws: Workspace) -> None:
-    alice = MemdirSession("chat", any_ws, namespace="alice", compaction=None, memory_flush=False)
-    bob = MemdirSession("chat", any_ws.namespaced("bob"), compaction=None, memory_flush=False)
+    alice_ns, bob_ns = sibling(any_ws, "alice"), sibling(any_ws, "bob")
+    alice = MemdirSession("chat", any_ws, namespace=alice_ns, compaction=None, memory_flush=False)
+    bob = MemdirSession("chat", any_ws.namespaced(bob_ns), compaction=None, memory_flush=False)
     await alice.add_items([{"role": "user", "content": "alice's secret"}])
     await bob.add_items([{"role": "user", "content": "bob's note"}])
     assert await alice.get_items() == [{"role": "user", "content": "alice's secret"}]
-    assert await MemdirSession("chat", any_ws.namespaced("bob")).get_items() == [
+    assert await MemdirSession("chat", any_ws.namespaced(bob_ns)).get_items() == [
         {"role": "user", "content": "bob's note"}
     ]
     assert SessionLog(any_ws, "chat").read().records == []

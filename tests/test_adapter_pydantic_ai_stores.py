@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from conftest import STORES_AND_SERVERS, FixedClock, sibling, store_workspace
 from memdir.adapters.pydantic_ai import MESSAGE_KEY, MemdirCompaction
 from memdir.compaction import CompactionConfig
 from memdir.sessions import SessionLog
 from memdir.workspace import Workspace
 from test_adapter_pydantic_ai import lookup_then_answer, make_agent, pairing_ok
+
+
+@pytest.fixture(params=STORES_AND_SERVERS)
+def any_ws(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Workspace:
+    """The workspace on each store, and in a namespace on a server over each."""
+    return store_workspace(request, tmp_path, clock)
 
 
 def ledger_text(ws: Workspace) -> str:
@@ -90,7 +100,8 @@ async def test_a_big_return_is_evicted_to_the_store(any_ws: Workspace) -> None:
 
 
 async def test_two_namespaces_keep_their_memory_apart(any_ws: Workspace) -> None:
-    alice, bob = any_ws.namespaced("alice"), any_ws.namespaced("bob")
+    alice_ns, bob_ns = sibling(any_ws, "alice"), sibling(any_ws, "bob")
+    alice, bob = any_ws.namespaced(alice_ns), any_ws.namespaced(bob_ns)
     alice.write_text("MEMORY.md", "# Memory\n- Alice's locker code is 4521.\n")
     seen: list[str] = []
 

@@ -216,6 +216,7 @@ def test_sessions_are_logged_listed_read_and_searched(served: Served, acme: Any,
             last_at=i.last_at,
             messages=i.messages,
             summary=i.summary,
+            lines=i.lines,
         )
         for i in infos
     ]

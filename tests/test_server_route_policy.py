@@ -149,6 +149,7 @@ def _archive_of(files: dict[str, bytes]) -> bytes:
 
 
 NS = "acme.matrix"
+LOCK_TOKEN = "6f1c1a52-5a49-4a44-9a43-8d2f0b7e2d10"
 TODAY = datetime.now(UTC).astimezone().date().isoformat()  # the server's local day
 # An example request for every route that needs a key: (query, JSON body).
 EXAMPLES: dict[str, tuple[dict[str, Any], Any]] = {
@@ -173,6 +174,18 @@ EXAMPLES: dict[str, tuple[dict[str, Any], Any]] = {
     "run_maintenance": ({}, {"dry_run": True}),
     "export_archive": ({}, None),
     "import_archive": ({}, None),
+    "store_info": ({}, None),
+    "create_store": ({}, None),
+    "read_file": ({}, None),
+    "stat_file": ({}, None),
+    "write_file": ({}, None),
+    "append_file": ({}, None),
+    "delete_file": ({}, None),
+    "list_top": ({}, None),
+    "list_dir": ({}, None),
+    "take_lock": ({}, {"token": LOCK_TOKEN}),
+    "renew_lock": ({}, {"token": LOCK_TOKEN}),
+    "release_lock": ({"token": LOCK_TOKEN}, None),
 }
 # More of a route's example request than a query and a JSON body (headers, a raw body).
 EXTRAS: dict[str, dict[str, Any]] = {
@@ -184,8 +197,18 @@ EXTRAS: dict[str, dict[str, Any]] = {
         "headers": {"Content-Type": "application/gzip"},
         "content": _archive_of({"MEMORY.md": b"# Memory\n"}),  # the same: nothing written
     },
+    "write_file": {"content": b"- matrix\n"},
+    "append_file": {"content": b"- matrix\n"},
 }
-PATH_PARAMS = {"ns": NS, "session_id": "s1", "day": TODAY}
+PATH_PARAMS = {
+    "ns": NS,
+    "session_id": "s1",
+    "day": TODAY,
+    "path": "notes/matrix.md",
+    "name": "matrix",
+}
+# A route whose example needs other path parameters than PATH_PARAMS.
+ROUTE_PATH_PARAMS = {"list_dir": {"path": "notes"}}
 
 
 @pytest.fixture(scope="module", params=["files", "postgres"])
@@ -197,6 +220,8 @@ def served(
             assert client.post(f"/v1/namespaces/{NS}/memories", json={"text": "x"}).is_success
             messages = EXAMPLES["append_messages"][1]
             assert client.post(f"/v1/namespaces/{NS}/sessions/s1/messages", json=messages)
+            note = f"/v1/namespaces/{NS}/store/files/notes/matrix.md"
+            assert client.put(note, content=b"- matrix\n").is_success
         yield served
 
 
@@ -214,9 +239,9 @@ def test_every_route_answers_the_authorisation_matrix(served: Served, tmp_path: 
     for route in routes:
         query, body = EXAMPLES[route.name]
         extra = EXTRAS.get(route.name, {})
-        path = route.path.format(
-            **{k: v for k, v in PATH_PARAMS.items() if f"{{{k}}}" in route.path}
-        )
+        template = route.path.replace("{path:path}", "{path}")
+        params = {**PATH_PARAMS, **ROUTE_PATH_PARAMS.get(route.name, {})}
+        path = template.format(**{k: v for k, v in params.items() if f"{{{k}}}" in template})
         (method,) = route.methods
         scope = route.policy.scope
         assert scope is not None

@@ -1,15 +1,25 @@
-"""The Store contract, on both stores: files on disk and rows in a real PostgreSQL server."""
+"""The Store contract, on every store: files on disk, rows in a real PostgreSQL server, and a
+namespace on a real ``memdir serve`` (over each of those) through its store routes."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
+from pathlib import Path
 
 import pytest
 
+from conftest import STORES_AND_SERVERS, FixedClock, store_workspace
 from memdir.errors import MemdirError, WorkspaceError
 from memdir.store._safeopen import PathMissing
 from memdir.workspace import Workspace
+
+
+@pytest.fixture(params=STORES_AND_SERVERS)
+def any_ws(request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock) -> Workspace:
+    """The same workspace on each store, and in a namespace on a server over each."""
+    return store_workspace(request, tmp_path, clock)
 
 
 def test_write_read_stat_list_delete(any_ws: Workspace) -> None:
@@ -123,12 +133,14 @@ async def test_an_async_lock_times_out_while_another_holds_it(any_ws: Workspace)
 
 
 def test_namespaces_are_separate_on_every_store(any_ws: Workspace) -> None:
-    alice = any_ws.namespaced("alice")
-    bob = any_ws.namespaced("bob")
+    # On a server every workspace is a namespace of the key's tenant (acme.*).
+    prefix = "acme." if any_ws.remote is not None else ""
+    names = [f"{prefix}alice-{uuid.uuid4().hex[:8]}", f"{prefix}bob-{uuid.uuid4().hex[:8]}"]
+    alice, bob = (any_ws.namespaced(name) for name in names)
     alice.write_text("MEMORY.md", "- alice only\n")
-    assert bob.read_text("MEMORY.md") == ""
-    assert any_ws.read_text("MEMORY.md") == ""
-    assert {"alice", "bob"} <= set(any_ws.namespaces())
+    assert "alice" not in bob.read_text("MEMORY.md")
+    assert "alice" not in any_ws.read_text("MEMORY.md")
+    assert set(names) <= set(any_ws.namespaces())
 
 
 def test_paths_are_confined_on_every_store(any_ws: Workspace) -> None:

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
+from typing import Final
 
-__all__ = ["is_loopback_host"]
+__all__ = ["REFUSED_HEADER", "is_loopback_host"]
+
+REFUSED_HEADER: Final = "Memdir-Refused"
+"""The header of a server's 403 ``path-refused`` answer saying why the store refused the
+path (``outside``, ``area``, ``loop``, ``directory``, ``special``), as
+:class:`~memdir.store._safeopen.PathRefused` has it."""
 
 
 def is_loopback_host(host: str) -> bool:

@@ -95,16 +95,18 @@ class _Group(click.Group):
     "--workspace",
     "-w",
     envvar="MEMDIR_WORKSPACE",
-    metavar="DIR",
-    help="Workspace directory [env MEMDIR_WORKSPACE; default ./.memdir/workspace].",
+    metavar="DIR|URL",
+    help="Workspace: a directory, postgresql://..., or https://... a memdir serve server (key "
+    "in $MEMDIR_API_KEY) [env MEMDIR_WORKSPACE; default ./.memdir/workspace].",
 )
 @click.option(
     "--namespace",
     "-n",
     envvar="MEMDIR_NAMESPACE",
     metavar="NAME",
-    help="One isolated memory of the workspace (a user's, an agent's), kept in ns/NAME/ "
-    "[env MEMDIR_NAMESPACE; default: the workspace root].",
+    help="One isolated memory of the workspace (a user's, an agent's), kept in ns/NAME/; on "
+    "a server, one of the key's (acme.NAME) [env MEMDIR_NAMESPACE; default: the workspace "
+    "root, or on a server the key's own].",
 )
 @click.option("--verbose", "-v", is_flag=True, help="Show tracebacks and debug logs.")
 @click.version_option(__version__, "--version", prog_name="memdir")

@@ -14,6 +14,7 @@ from click.core import ParameterSource
 from rich.console import Console
 
 from memdir.errors import ConfigError, WorkspaceError
+from memdir.store._urls import is_remote_url
 from memdir.store.workspace import Workspace
 
 
@@ -25,6 +26,21 @@ class CliState:
     namespace: str | None = None
     verbose: bool = False
     _workspace: Workspace | None = field(default=None, repr=False)
+
+    def refuse_remote(self, what: str) -> None:
+        """A usage error if the workspace is on a ``memdir serve`` server: ``what`` needs the
+        store itself.
+
+        Raises:
+            click.UsageError: ``-w`` (or ``$MEMDIR_WORKSPACE``) is a server's URL.
+        """
+        from memdir.store.workspace import workspace_url
+
+        if is_remote_url(workspace_url(self.workspace_arg)):
+            raise click.UsageError(
+                f"{what} needs the store itself (-w DIR or -w postgresql://...), not a memdir "
+                "server's URL"
+            )
 
     def workspace(self, *, create: bool = True, must_exist: bool = True) -> Workspace:
         """The workspace named by ``--workspace`` / ``$MEMDIR_WORKSPACE`` / the default, in the
@@ -49,6 +65,11 @@ class CliState:
 
 def _missing(ws: Workspace) -> str:
     """Why ``ws`` cannot be read: no workspace at all, or no such namespace in it."""
+    if ws.remote is not None:
+        return (
+            f"no namespace {ws.namespace!r} on the server at {ws.url} yet: 'memdir -w "
+            f"{ws.url} -n {ws.namespace} init' creates it (so does a first write)"
+        )
     if ws.namespace is not None:
         root = ws.namespaced(None, create=False)
         if not root.exists():

@@ -35,6 +35,7 @@ def _key_store(state: CliState, *, create: bool) -> Any:
         raise click.UsageError(
             "keys belong to the whole workspace, not to a namespace: leave out --namespace"
         )
+    state.refuse_remote("memdir keys")
     return open_key_store(state.workspace(create=create))
 
 

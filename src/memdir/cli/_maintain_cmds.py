@@ -263,6 +263,8 @@ def maintain_cmd(
         raise click.UsageError("--once and --every exclude each other")
     if all_namespaces and state.namespace:
         raise click.UsageError("--all-namespaces and --namespace exclude each other")
+    if all_namespaces:
+        state.refuse_remote("--all-namespaces")
     config = MaintenanceConfig(
         daily_file_retention_days=retention_days, session_retention_days=session_retention_days
     )

@@ -307,6 +307,7 @@ def serve_cmd(
     from memdir.server.runner import serve
     from memdir.server.settings import ServerSettings
 
+    state.refuse_remote("memdir serve")
     ws = state.workspace(create=True)  # one line now if the store cannot be reached
     settings = ServerSettings(
         workspace=ws.url if ws.url is not None else str(ws.base),

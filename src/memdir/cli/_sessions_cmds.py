@@ -92,13 +92,9 @@ def list_cmd(state: CliState, as_json: bool) -> None:
     One line each: id, first and last message time (UTC), message count and the first
     user message.
     """
-    from memdir.sessions import list_session_infos, shared_session_index
+    from memdir.tools._sessions import session_infos
 
-    ws = state.workspace(create=False)
-    index = shared_session_index(ws)
-    with index.lock:
-        index.refresh()
-        infos = list_session_infos(index)
+    infos = session_infos(state.workspace(create=False))
     if as_json:
         echo_json(
             [

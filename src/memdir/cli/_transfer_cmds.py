@@ -44,6 +44,8 @@ def export_cmd(state: CliState, directory: Path, all_namespaces: bool, as_json: 
 
     if all_namespaces and state.namespace:
         raise click.UsageError("--all-namespaces and --namespace exclude each other")
+    if all_namespaces:
+        state.refuse_remote("--all-namespaces")
     ws = state.workspace(create=False)
     if is_archive_path(directory):
         report = _export_archive(ws, directory, all_namespaces=all_namespaces)
@@ -101,6 +103,8 @@ def import_cmd(
 
     if all_namespaces and state.namespace:
         raise click.UsageError("--all-namespaces and --namespace exclude each other")
+    if all_namespaces:
+        state.refuse_remote("--all-namespaces")
     if directory.is_dir():
         report = import_workspace(
             directory, state.workspace(), all_namespaces=all_namespaces, replace=replace

@@ -19,7 +19,7 @@ import httpx
 
 from memdir.errors import ConfigError
 
-__all__ = ["ClientConfig", "RetryPolicy"]
+__all__ = ["ClientConfig", "RetryPolicy", "check_url", "find_key"]
 
 API_KEY_ENV: Final = "MEMDIR_API_KEY"
 API_KEY_FILE_ENV: Final = "MEMDIR_API_KEY_FILE"
@@ -84,8 +84,8 @@ class ClientConfig:
         if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 100:
             raise ConfigError(f"retries must be a whole number from 0 to 100, not {retries!r}")
         return cls(
-            base_url=_check_url(url),
-            api_key=_find_key(api_key),
+            base_url=check_url(url),
+            api_key=find_key(api_key),
             timeout=float(timeout),
             job_timeout=float(job_timeout),
             retry=RetryPolicy(retries=retries, backoff=float(backoff), max_wait=float(max_wait)),
@@ -104,7 +104,8 @@ def _check_seconds(name: str, value: object, *, allow_zero: bool) -> None:
         raise ConfigError(f"{name} must be a number of seconds, {least}, not {value!r}")
 
 
-def _check_url(url: object) -> str:
+def check_url(url: object) -> str:
+    """``url`` as the server's base URL, checked (see :meth:`ClientConfig.resolve`)."""
     if not isinstance(url, str) or not url.strip():
         raise ConfigError("the server URL must be text such as 'https://memory.example.com'")
     try:
@@ -137,7 +138,8 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _find_key(api_key: object) -> str:
+def find_key(api_key: object) -> str:
+    """The key: ``api_key``, else ``$MEMDIR_API_KEY``, else ``$MEMDIR_API_KEY_FILE``'s."""
     if api_key is not None:
         if not isinstance(api_key, str):
             raise ConfigError(f"api_key must be text, not {type(api_key).__name__}")

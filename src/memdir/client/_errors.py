@@ -27,6 +27,7 @@ from typing import Any, Final
 import httpx
 
 from memdir import errors as _library
+from memdir._net import REFUSED_HEADER
 from memdir.errors import MemdirError
 
 __all__ = [
@@ -54,15 +55,24 @@ class RemoteError(MemdirError):
             not a problem document (a proxy's error page).
         detail: the server's one-line explanation, saying what to do.
         request_id: the request's id in the server's access log (``""``: unknown).
+        refused: for a path the store refused (403 ``path-refused``), why: ``outside``,
+            ``area``, ``loop``, ``directory`` or ``special`` (``""``: not said).
     """
 
     def __init__(
-        self, detail: str, *, status: int | None = None, code: str = "", request_id: str = ""
+        self,
+        detail: str,
+        *,
+        status: int | None = None,
+        code: str = "",
+        request_id: str = "",
+        refused: str = "",
     ) -> None:
         self.status = status
         self.code = code
         self.detail = detail
         self.request_id = request_id
+        self.refused = refused
         where = [part for part in (f"HTTP {status}" if status else "", code) if part]
         if request_id:
             where.append(f"request id {request_id}")
@@ -172,6 +182,7 @@ def error_from_response(response: httpx.Response) -> RemoteError:
         "status": status,
         "code": code,
         "request_id": _text(problem.get("request_id")) or response.headers.get("x-request-id", ""),
+        "refused": _text(response.headers.get(REFUSED_HEADER, ""))[:20],
     }
     if status == 401 or (status == 403 and code != "path-refused"):
         return AuthError(detail, **common)

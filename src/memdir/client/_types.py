@@ -76,6 +76,7 @@ class SessionSummary:
         last_at: when its last logged message was written.
         messages: how many messages it holds.
         summary: its first user message, on one line and shortened.
+        lines: how many lines its log has (``0``: a server that does not say).
     """
 
     session_id: str
@@ -84,6 +85,7 @@ class SessionSummary:
     last_at: dt.datetime | None
     messages: int
     summary: str
+    lines: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

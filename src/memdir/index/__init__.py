@@ -8,6 +8,6 @@
 from __future__ import annotations
 
 from memdir.index._core import MemoryIndex
-from memdir.index._types import EmbedStats, IndexStats, IndexStatus, SearchHit
+from memdir.index._types import EmbedStats, IndexStats, IndexStatus, SearchHit, SearchIndex
 
-__all__ = ["EmbedStats", "IndexStats", "IndexStatus", "MemoryIndex", "SearchHit"]
+__all__ = ["EmbedStats", "IndexStats", "IndexStatus", "MemoryIndex", "SearchHit", "SearchIndex"]

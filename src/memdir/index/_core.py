@@ -85,7 +85,8 @@ class MemoryIndex:
             :class:`~memdir.embeddings.Embedder`.
 
     Raises:
-        ConfigError: ``embedder`` is not one of those, or names an unknown embedder.
+        ConfigError: ``embedder`` is not one of those, or names an unknown embedder; the
+            workspace is on a ``memdir serve`` server (its index is the server's).
     """
 
     def __init__(
@@ -95,6 +96,12 @@ class MemoryIndex:
         embedder: Embedder | str | bool | None = None,
     ) -> None:
         self.workspace = Workspace.coerce(workspace)
+        if self.workspace.remote is not None:
+            raise ConfigError(
+                f"the search index of {self.workspace.describe()} is the server's: search it "
+                "with memory_search or memdir search (shared_index gives it); the server "
+                "indexes what it stores"
+            )
         self._store: IndexStore | PgIndexStore
         if self.workspace.is_local:
             self.path: Path | None = self.workspace.index_dir / DB_NAME

@@ -1,10 +1,11 @@
-"""Result types of the memory index."""
+"""Result types of the memory index, and what a caller needs of one."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["EmbedStats", "IndexStats", "IndexStatus", "SearchHit"]
+__all__ = ["EmbedStats", "IndexStats", "IndexStatus", "SearchHit", "SearchIndex"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,3 +104,21 @@ class IndexStatus:
     choice: str
     vectors: int = 0
     pending: int = 0
+
+
+class SearchIndex(Protocol):
+    """What searching and writing memory need of an index: a workspace's
+    :class:`~memdir.index.MemoryIndex`, or for a workspace on a ``memdir serve`` server the
+    server's own (searched through it)."""
+
+    def refresh(self) -> IndexStats:
+        """Bring the index up to date with the memory files."""
+
+    def search(self, query: str, limit: int = 10) -> list[SearchHit]:
+        """The best hits for ``query``, best first."""
+
+    def index_file(self, rel: str) -> int:
+        """Index one memory file now (after a write); the lines indexed."""
+
+    def index_appended(self, rel: str, offset: int) -> int:
+        """Index what was appended to ``rel`` from byte ``offset``; that text's first line."""

@@ -20,6 +20,7 @@ Every run that reached the model is recorded in ``memory/.history/consolidation.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from memdir.memory._prompts import (
     consolidation_request,
 )
 from memdir.memory._propose import propose
+from memdir.memory._remote import on_the_server
 from memdir.memory._sources import SourceBook
 from memdir.memory._state import ConsolidationState, FileMark, LedgerSlice, read_new_slices, sha256
 from memdir.memory._testpoint import pause_point
@@ -55,7 +57,7 @@ from memdir.store.workspace import MEMORY_MD, Workspace
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from memdir.index import MemoryIndex
+    from memdir.index import SearchIndex
 
 __all__ = ["ConsolidationResult", "MemoryConsolidator"]
 
@@ -159,7 +161,7 @@ class MemoryConsolidator:
         max_memory_tokens: int = 4000,
         max_drop_ratio: float = 0.25,
         history_versions: int = 20,
-        index: MemoryIndex | None = None,
+        index: SearchIndex | None = None,
         prompt: str | None = None,
         redactor: Callable[[str], str] | None = None,
         timeout: Patience = AUTO,
@@ -187,7 +189,7 @@ class MemoryConsolidator:
             owner, "max_drop_ratio", max_drop_ratio, low=0.0, high=1.0
         )
         self.history_versions = check_int(owner, "history_versions", history_versions, minimum=1)
-        self.index: MemoryIndex | None = check_callable(owner, "index", index, method="index_file")
+        self.index: SearchIndex | None = check_callable(owner, "index", index, method="index_file")
         self.redactor: Callable[[str], str] = (
             check_callable(owner, "redactor", redactor) or Redactor()
         )
@@ -206,8 +208,12 @@ class MemoryConsolidator:
 
         Returns:
             The diff and sizes; ``skipped`` says why nothing (more) was applied. Model failures
-            are reported there (and logged), never raised.
+            are reported there (and logged), never raised. On a workspace on a ``memdir
+            serve`` server the server consolidates, with its model and budget.
         """
+        if on_the_server(self.workspace, "consolidation"):
+            assert self.workspace.remote is not None
+            return await asyncio.to_thread(self.workspace.remote.consolidate, dry_run=dry_run)
         lease = Lease(self.workspace, "consolidation", ttl=self.lease_ttl)
         if not lease.try_acquire():
             current = self.workspace.read_text(MEMORY_MD)

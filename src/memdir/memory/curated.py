@@ -33,7 +33,7 @@ from memdir.redact import Redactor
 from memdir.store.workspace import MEMORY_MD, Workspace
 
 if TYPE_CHECKING:
-    from memdir.index import MemoryIndex
+    from memdir.index import SearchIndex
 
 __all__ = ["MAX_MEMORY_MD_BYTES", "CuratedWrite", "replace_memory_md"]
 
@@ -77,7 +77,7 @@ def replace_memory_md(
     by: str = "person",
     redactor: Redactor | None = None,
     history_versions: int = 20,
-    index: MemoryIndex | None = None,
+    index: SearchIndex | None = None,
 ) -> CuratedWrite:
     """Replace ``MEMORY.md`` with ``text`` if it still has ``version``.
 
@@ -209,7 +209,7 @@ def _provenance(ws: Workspace, text: str, by: str) -> None:
         log.warning("MEMORY.md replaced, but its provenance was not recorded (%s)", exc)
 
 
-def _reindex(ws: Workspace, index: MemoryIndex | None) -> str | None:
+def _reindex(ws: Workspace, index: SearchIndex | None) -> str | None:
     try:
         if index is None:
             from memdir.tools._core import shared_index

@@ -11,6 +11,7 @@ flush; the failure is logged (without memory text) and reported in the result.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import logging
@@ -32,6 +33,7 @@ from memdir.memory._cursor import FlushCursor
 from memdir.memory._entries import parse_bullets
 from memdir.memory._guards import flush_scaffold
 from memdir.memory._prompts import DEFAULT_FLUSH_PROMPT, flush_request
+from memdir.memory._remote import on_the_server
 from memdir.memory._testpoint import pause_point
 from memdir.messages import SUMMARY_NAME, Msg
 from memdir.messages._msg import as_list
@@ -54,7 +56,7 @@ from memdir.store.ledger import append_bullets, normalize_bullet
 from memdir.store.workspace import Workspace
 
 if TYPE_CHECKING:
-    from memdir.index import MemoryIndex
+    from memdir.index import SearchIndex
 
 __all__ = [
     "ConsolidationRequester",
@@ -192,7 +194,7 @@ class MemoryFlushManager:
         workspace: Workspace | str,
         model: ChatModel,
         *,
-        index: MemoryIndex | None = None,
+        index: SearchIndex | None = None,
         scheduler: ConsolidationRequester | None = None,
         prompt: str | None = None,
         redactor: Callable[[str], str] | None = None,
@@ -210,7 +212,7 @@ class MemoryFlushManager:
         self.origin = origin
         self.workspace = Workspace.coerce(workspace)
         self.model = check_model(owner, model)
-        self.index: MemoryIndex | None = check_callable(owner, "index", index, method="index_file")
+        self.index: SearchIndex | None = check_callable(owner, "index", index, method="index_file")
         self.scheduler: ConsolidationRequester | None = check_callable(
             owner, "scheduler", scheduler, method="request_consolidation"
         )
@@ -241,7 +243,8 @@ class MemoryFlushManager:
     async def flush_memories(self, messages: Sequence[Msg], *, session_id: str) -> FlushResult:
         """Extract new facts from the messages after this session's cursor.
 
-        Pass the whole current context each time; already flushed messages are skipped.
+        Pass the whole current context each time; already flushed messages are skipped. On
+        a workspace on a ``memdir serve`` server the server extracts them, with its model.
 
         Raises:
             MemdirError: the session id is invalid, ``messages`` is not a list of
@@ -250,6 +253,9 @@ class MemoryFlushManager:
         """
         validate_session_id(session_id)
         messages = as_list(messages, "flush_memories", of_msgs=True)
+        if on_the_server(self.workspace, "flush"):
+            assert self.workspace.remote is not None
+            return await asyncio.to_thread(self.workspace.remote.flush, session_id, messages)
         acc = _Accumulator()
         async with self.workspace.async_lock(_lock_name(session_id), timeout=self.lock_timeout):
             cursor = FlushCursor.load(self.workspace, session_id)

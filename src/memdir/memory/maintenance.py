@@ -39,13 +39,14 @@ from memdir._sync import run_sync
 from memdir.errors import ConfigError
 from memdir.memory._checks import check_callable, check_duration, check_int
 from memdir.memory._lease import Lease
+from memdir.memory._remote import on_the_server
 from memdir.memory._retention import PruneReport, expire_ledgers, prune_old_files
 from memdir.memory._schedule import LAST_CONSOLIDATION, LAST_TICK, Schedule, elapsed_since
 from memdir.memory.consolidate import ConsolidationResult, MemoryConsolidator
 from memdir.store.workspace import Workspace
 
 if TYPE_CHECKING:
-    from memdir.index import EmbedStats, IndexStats, MemoryIndex
+    from memdir.index import EmbedStats, IndexStats, MemoryIndex, SearchIndex
 
 __all__ = ["MaintenanceConfig", "MaintenanceReport", "MemoryMaintenanceScheduler"]
 
@@ -141,7 +142,7 @@ class MemoryMaintenanceScheduler:
         consolidator: MemoryConsolidator,
         *,
         config: MaintenanceConfig | None = None,
-        index: MemoryIndex | None = None,
+        index: SearchIndex | None = None,
     ) -> None:
         owner = "MemoryMaintenanceScheduler"
         if consolidator is None:
@@ -154,7 +155,7 @@ class MemoryMaintenanceScheduler:
         self.workspace = Workspace.coerce(workspace)
         self.consolidator = consolidator
         self.config = config or MaintenanceConfig()
-        self.index: MemoryIndex | None = check_callable(owner, "index", index, method="refresh")
+        self.index: SearchIndex | None = check_callable(owner, "index", index, method="refresh")
         self._requested = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -166,7 +167,10 @@ class MemoryMaintenanceScheduler:
     # -- lifecycle ----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the background worker (idempotent)."""
+        """Start the background worker (idempotent; none for a workspace on a ``memdir
+        serve`` server, which maintains its memory itself)."""
+        if on_the_server(self.workspace, "maintenance"):
+            return
         if self._thread is not None and self._thread.is_alive():
             return
         self._stopping.clear()
@@ -250,7 +254,12 @@ class MemoryMaintenanceScheduler:
         )
 
     async def arun_once(self, *, dry_run: bool = False) -> MaintenanceReport:
-        """Async form of :meth:`run_once`."""
+        """Async form of :meth:`run_once` (on a ``memdir serve`` server, the server runs the
+        pass: an ``admin`` key's request)."""
+        if on_the_server(self.workspace, "maintenance"):
+            assert self.workspace.remote is not None
+            remote = self.workspace.remote
+            return await asyncio.to_thread(remote.run_maintenance, dry_run=dry_run)
         lease = Lease(self.workspace, "maintenance", ttl=timedelta(hours=1))
         if not dry_run and not lease.try_acquire():
             return MaintenanceReport(skipped="busy")
@@ -388,6 +397,8 @@ class MemoryMaintenanceScheduler:
             The pass's report, the consolidation's result, or ``None`` when nothing was due.
         """
         cfg = self.config
+        if on_the_server(self.workspace, "maintenance"):
+            return None
         if self._schedule.claim(LAST_TICK, cfg.interval) == timedelta(0):
             return await self.arun_once()
         if not self._requested.is_set() and self._schedule.pending_request() is None:

@@ -47,7 +47,7 @@ _PURGE_SECONDS = 600.0
 
 def _routes() -> list[Any]:
     from memdir.server import health, metrics
-    from memdir.server.routes import jobs, memory, meta, sessions, transfer
+    from memdir.server.routes import jobs, memory, meta, sessions, store, transfer
 
     return [
         *health.router.routes,
@@ -57,6 +57,7 @@ def _routes() -> list[Any]:
         *sessions.router.routes,
         *jobs.router.routes,
         *transfer.router.routes,
+        *store.router.routes,
     ]
 
 

@@ -12,7 +12,9 @@ own, so several processes (and, with PostgreSQL, several hosts) may share one me
 - :meth:`replace_if` replaces it only if it still has the version that was read
   (compare-and-swap), which is how state records and leases are updated without a lock;
 - :meth:`lock` is an exclusive section that holds across processes (and hosts) and is given
-  up by a holder that dies (the kernel drops a file lock; a PostgreSQL lock row expires).
+  up by a holder that dies (the kernel drops a file lock; a PostgreSQL lock row expires);
+  :meth:`take_lock` lends the same lock to a holder elsewhere (a client of ``memdir serve``),
+  known by a token, which renews it itself and loses it when it stops.
 """
 
 from __future__ import annotations
@@ -20,11 +22,23 @@ from __future__ import annotations
 import abc
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar, Final, Literal, Protocol
 
+from memdir.errors import MemdirError, WorkspaceError
 from memdir.store._safeopen import Area
 
-__all__ = ["Entry", "FileStat", "Store", "Versioned"]
+__all__ = [
+    "LENT_LOCK_SECONDS",
+    "Entry",
+    "FileStat",
+    "LendableLock",
+    "Store",
+    "Versioned",
+    "held_too_long",
+]
+
+LENT_LOCK_SECONDS: Final = 30.0
+"""How long a lock lent by :meth:`Store.take_lock` lasts after its last renewal."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +59,26 @@ class FileStat:
     identity: str = ""
     """Changes when the file is replaced or re-created, not when it is appended to (a reader
     of an append-only file may then go on from where it stopped)."""
+
+
+def held_too_long(name: str, timeout: float) -> MemdirError:
+    """The error of a wait for the lock ``name`` given up after ``timeout`` seconds."""
+    return MemdirError(
+        f"lock {name!r} is held by another writer for over {timeout:g} s; try again later"
+    )
+
+
+class LendableLock(Protocol):
+    """A store's named lock as lent to holders elsewhere, each known by a token."""
+
+    def take(self, token: str) -> bool:
+        """Take it for ``token`` if nobody holds it (never waits)."""
+
+    def renew(self, token: str) -> bool:
+        """Extend ``token``'s hold; whether it still held it."""
+
+    def drop(self, token: str) -> bool:
+        """Give it up; whether ``token`` still held it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +107,7 @@ class Store(abc.ABC):
     """
 
     kind: ClassVar[str]
-    """``"files"`` or ``"postgresql"``."""
+    """``"files"``, ``"postgresql"`` or ``"remote"`` (a ``memdir serve`` server)."""
 
     @abc.abstractmethod
     def describe(self) -> str:
@@ -159,6 +193,38 @@ class Store(abc.ABC):
         Raises:
             MemdirError: the lock was not free within ``timeout`` seconds.
         """
+
+    def lent_lock(self, name: str) -> LendableLock:
+        """The lock ``name`` (as :meth:`lock` takes it) as lent to holders elsewhere.
+
+        Raises:
+            WorkspaceError: the name is not valid, or this store does not lend its locks.
+        """
+        raise WorkspaceError(f"the {self.kind} store does not lend its locks")
+
+    def take_lock(self, name: str, token: str) -> bool:
+        """Take the lock ``name`` for a holder elsewhere known by ``token`` (a UUID), if
+        nobody holds it; never waits.
+
+        The holder renews it with :meth:`renew_lock` within every :data:`LENT_LOCK_SECONDS`
+        and gives it up with :meth:`drop_lock`; one that stops renewing loses it when that
+        time is up. It excludes the users of :meth:`lock` as they exclude it. Taking it again
+        with the same token (a retry after a lost answer) succeeds and renews it.
+
+        Raises:
+            WorkspaceError: the name or token is not valid, the store cannot be reached, or
+                it does not lend its locks.
+        """
+        return self.lent_lock(name).take(token)
+
+    def renew_lock(self, name: str, token: str) -> bool:
+        """Hold the lock lent to ``token`` :data:`LENT_LOCK_SECONDS` more; whether ``token``
+        still held it (``False``: it was lost, stop what it guarded)."""
+        return self.lent_lock(name).renew(token)
+
+    def drop_lock(self, name: str, token: str) -> bool:
+        """Give up the lock lent to ``token``; whether ``token`` still held it."""
+        return self.lent_lock(name).drop(token)
 
     @abc.abstractmethod
     def exists(self) -> bool:

@@ -23,7 +23,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
-from memdir.errors import MemdirError, WorkspaceError
+from memdir.errors import WorkspaceError
+from memdir.store._base import held_too_long
 from memdir.store._safeopen import Area, open_parent
 
 __all__ = [
@@ -366,10 +367,7 @@ async def async_file_lock(path: Path, *, timeout: float) -> AsyncIterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise MemdirError(
-                        f"lock {path.stem!r} is held by another writer for over {timeout:g} s; "
-                        "try again later"
-                    ) from None
+                    raise held_too_long(path.stem, timeout) from None
                 await asyncio.sleep(_POLL_SECONDS)
         try:
             yield

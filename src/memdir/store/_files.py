@@ -2,24 +2,34 @@
 
 Reads walk from the root race-free (:mod:`memdir.store._safeopen`), rewrites are temp file +
 fsync + ``os.replace``, appends are one ``write`` under an ``flock``, compare-and-swap and
-named locks are ``flock``\\ s on lock files under ``.index/locks/``. Several processes on one
+named locks are ``flock``\\ s on lock files under ``.index/locks/`` (a lock lent to a client of
+``memdir serve`` is a lease file beside it: :mod:`._lent_locks`). Several processes on one
 machine may share the directory; hosts sharing it over NFS are not safe (use PostgreSQL).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import logging
 import os
 import re
 import stat
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import ClassVar
 
 from memdir.errors import WorkspaceError
-from memdir.store._base import Entry, FileStat, Store, Versioned
+from memdir.store._base import (
+    LENT_LOCK_SECONDS,
+    Entry,
+    FileStat,
+    Store,
+    Versioned,
+    held_too_long,
+)
 from memdir.store._fileio import (
     async_file_lock,
     atomic_create_in,
@@ -28,6 +38,7 @@ from memdir.store._fileio import (
     fsync_dir,
     locked_append_in,
 )
+from memdir.store._lent_locks import LentLock
 from memdir.store._safeopen import (
     Area,
     PathMissing,
@@ -46,6 +57,7 @@ __all__ = ["FileStore", "content_version", "lock_name"]
 logger = logging.getLogger("memdir.store")
 _LOCK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 LOCKS_DIR = ".index/locks"
+_POLL = (0.02, 0.5)  # seconds between looks at a lock lent elsewhere: first, longest
 
 
 def lock_name(name: object) -> str:
@@ -203,17 +215,36 @@ class FileStore(Store):
 
     # -- coordination -----------------------------------------------------------------------
 
+    def lent_lock(self, name: str) -> LentLock:
+        return LentLock(self.root / LOCKS_DIR / f"{lock_name(name)}.lock", ttl=LENT_LOCK_SECONDS)
+
     @contextlib.contextmanager
     def lock(self, name: str) -> Iterator[None]:
-        with file_lock(self.root / LOCKS_DIR / f"{lock_name(name)}.lock"):
-            yield
+        lent = self.lent_lock(name)
+        wait = _POLL[0]
+        while True:
+            with file_lock(lent.path):
+                if not lent.blocks():
+                    yield
+                    return
+            time.sleep(wait)  # lent to a holder elsewhere: wait for its lease to end
+            wait = min(wait * 2, _POLL[1])
 
     @contextlib.asynccontextmanager
     async def async_lock(self, name: str, *, timeout: float) -> AsyncIterator[None]:
-        async with async_file_lock(
-            self.root / LOCKS_DIR / f"{lock_name(name)}.lock", timeout=timeout
-        ):
-            yield
+        lent = self.lent_lock(name)
+        deadline = time.monotonic() + timeout
+        wait = _POLL[0]
+        while True:
+            left = max(0.0, deadline - time.monotonic())
+            async with async_file_lock(lent.path, timeout=left):
+                if not lent.blocks():
+                    yield
+                    return
+            if time.monotonic() >= deadline:
+                raise held_too_long(name, timeout)
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, _POLL[1])
 
     def exists(self) -> bool:
         return (self.root / "MEMORY.md").is_file() or (self.root / "memory").is_dir()

@@ -1,10 +1,11 @@
-"""Workspace URLs: telling a PostgreSQL workspace from a directory, and showing one safely."""
+"""Workspace URLs: telling a PostgreSQL workspace or one on a ``memdir serve`` server from a
+directory, and showing one safely."""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["is_postgres_url", "redact_url"]
+__all__ = ["is_postgres_url", "is_remote_url", "redact_url"]
 
 # A password may also be given as a query parameter (libpq reads ``?password=...``).
 _PASSWORD_PARAM = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
@@ -13,6 +14,11 @@ _PASSWORD_PARAM = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
 def is_postgres_url(value: object) -> bool:
     """Whether ``value`` is a ``postgresql://`` (or ``postgres://``) URL."""
     return isinstance(value, str) and value.startswith(("postgresql://", "postgres://"))
+
+
+def is_remote_url(value: object) -> bool:
+    """Whether ``value`` is the ``https://`` (or ``http://``) URL of a ``memdir serve`` server."""
+    return isinstance(value, str) and value.lower().startswith(("https://", "http://"))
 
 
 def redact_url(url: str) -> str:

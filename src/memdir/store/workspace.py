@@ -31,8 +31,10 @@ import os
 import re
 import stat
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memdir.errors import ConfigError, WorkspaceError
@@ -52,8 +54,11 @@ from memdir.store._safeopen import (
     locate,
     warn_skipped,
 )
-from memdir.store._urls import is_postgres_url, redact_url
+from memdir.store._urls import is_postgres_url, is_remote_url, redact_url
 from memdir.store.namespaces import NAMESPACES_DIR, list_namespaces, validate_namespace
+
+if TYPE_CHECKING:
+    from memdir.client._remote import RemoteMemory
 
 __all__ = [
     "FILE_TOOL_AREA",
@@ -168,11 +173,14 @@ def _utc_now() -> datetime:
 
 
 def workspace_url(root: str | os.PathLike[str] | None) -> str | None:
-    """The PostgreSQL URL that ``root`` (or, without one, ``$MEMDIR_WORKSPACE``) gives, if any."""
+    """The URL that ``root`` (or, without one, ``$MEMDIR_WORKSPACE``) gives, if any: a
+    PostgreSQL database, or a ``memdir serve`` server."""
     chosen: object = root
     if chosen is None or (isinstance(chosen, str) and not chosen.strip()):
         chosen = os.environ.get(WORKSPACE_ENV, "").strip()
-    if isinstance(chosen, str) and is_postgres_url(chosen.strip()):
+    if isinstance(chosen, str) and (
+        is_postgres_url(chosen.strip()) or is_remote_url(chosen.strip())
+    ):
         return chosen.strip()
     return None
 
@@ -236,21 +244,29 @@ class Workspace:
     """A memory workspace directory, or one namespace of it.
 
     Args:
-        root: the directory, or a PostgreSQL URL (``postgresql://user@host:5432/db``, with
+        root: the directory, a PostgreSQL URL (``postgresql://user@host:5432/db``, with
             ``pip install 'memdir[postgres]'``: the files are then rows, shared by any number
-            of hosts; see ``docs/scale-out.md``); ``None`` resolves ``$MEMDIR_WORKSPACE`` then
-            ``./.memdir/workspace``.
+            of hosts; see ``docs/scale-out.md``), or the URL of a ``memdir serve`` server
+            (``https://host[/base]``, ``http://`` on loopback: the memory is the server's,
+            which searches, flushes and consolidates it; see ``docs/client.md``); ``None``
+            resolves ``$MEMDIR_WORKSPACE`` then ``./.memdir/workspace``.
         namespace: one isolated memory of the workspace (a user's, a session's, an agent's),
             kept in ``<root>/ns/<namespace>/``; ``None`` (default) is the root itself. See
-            :mod:`memdir.store.namespaces` for valid names and :func:`namespace_for`.
+            :mod:`memdir.store.namespaces` for valid names and :func:`namespace_for`. On a
+            server, one of the key's namespaces (``acme.alice``); ``None``: the one the key
+            is bound to.
         tz: time zone for daily file names (a :class:`tzinfo` or an IANA name); default
             ``$MEMDIR_TZ`` or the machine's local zone.
         clock: returns the current instant (aware); inject one in tests or replays.
         create: create the directory layout if it is missing.
+        api_key: the key of a server workspace (default ``$MEMDIR_API_KEY``, else the file
+            named by ``$MEMDIR_API_KEY_FILE``); never shown in ``repr`` or messages.
 
     Raises:
         WorkspaceError: the root exists but is not a directory, or cannot be created.
-        ConfigError: the time zone is unknown.
+        ConfigError: the time zone is unknown; on a server, no key, a bad URL, or no
+            namespace the key reaches.
+        RemoteError: the server cannot be reached, or refuses the key.
     """
 
     def __init__(
@@ -261,16 +277,30 @@ class Workspace:
         clock: Clock | None = None,
         create: bool = True,
         namespace: str | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.namespace = validate_namespace(namespace) if namespace is not None else None
         """The namespace, or ``None`` for the root."""
         self.url = workspace_url(root)
-        """The PostgreSQL URL of a workspace kept in a database, else ``None``."""
+        """The URL of a workspace kept in PostgreSQL or on a ``memdir serve`` server, else
+        ``None``."""
+        self.remote: RemoteMemory | None = None
+        """On a server: the namespace's calls that the server runs (search, add, sessions,
+        flush, consolidation, maintenance), else ``None``."""
+        self._api_key = _Secret(api_key) if api_key is not None else None
         self._base: Path | None = None
         self._root: Path | None = None
         self.store: Store
         """Where the files are kept (see :mod:`memdir.store._base`)."""
-        if self.url is not None:
+        if api_key is not None and not is_remote_url(self.url):
+            raise ConfigError("api_key is for a workspace on a memdir server (https://...)")
+        if is_remote_url(self.url):
+            assert self.url is not None
+            from memdir.client._remote import open_remote
+
+            self.remote, self.store = open_remote(self.url, self.namespace, api_key)
+            self.namespace = self.remote.name
+        elif self.url is not None:
             from memdir.store.postgres import PostgresStore
 
             self.store = PostgresStore(self.url, self.namespace)
@@ -299,10 +329,11 @@ class Workspace:
         """The workspace directory (the root, whatever the namespace).
 
         Raises:
-            WorkspaceError: the workspace is kept in PostgreSQL (it has no directory).
+            WorkspaceError: the workspace is kept in PostgreSQL or on a server (it has no
+                directory).
         """
         if self._base is None:
-            raise WorkspaceError(f"{self!r} is kept in PostgreSQL: it has no directory")
+            raise WorkspaceError(f"{self!r} is kept {self._where()}: it has no directory")
         return self._base
 
     @property
@@ -310,15 +341,20 @@ class Workspace:
         """The directory this workspace's files are in: the root, or the namespace's.
 
         Raises:
-            WorkspaceError: the workspace is kept in PostgreSQL (it has no directory).
+            WorkspaceError: the workspace is kept in PostgreSQL or on a server (it has no
+                directory).
         """
         if self._root is None:
-            raise WorkspaceError(f"{self!r} is kept in PostgreSQL: it has no directory")
+            raise WorkspaceError(f"{self!r} is kept {self._where()}: it has no directory")
         return self._root
+
+    def _where(self) -> str:
+        return "on a memdir server" if self.remote is not None else "in PostgreSQL"
 
     @property
     def is_local(self) -> bool:
-        """Whether the files are in a directory on this machine (else in PostgreSQL)."""
+        """Whether the files are in a directory on this machine (else in PostgreSQL or on a
+        server)."""
         return self._root is not None
 
     def exists(self) -> bool:
@@ -336,13 +372,15 @@ class Workspace:
         return f"Workspace({where!r})"
 
     def namespaced(self, namespace: str | None, *, create: bool = True) -> Workspace:
-        """The same workspace (root, zone, clock) in ``namespace`` (``None``: the root)."""
+        """The same workspace (root, zone, clock) in ``namespace`` (``None``: the root; on a
+        server, the key's own namespace)."""
         return type(self)(
             self.url if self.url is not None else self.base,
             tz=self.tz,
             clock=self._clock,
             create=create,
             namespace=namespace,
+            api_key=self._api_key.value if self._api_key is not None else None,
         )
 
     def with_clock(self, clock: Clock) -> Workspace:
@@ -353,6 +391,7 @@ class Workspace:
             clock=clock,
             create=False,
             namespace=self.namespace,
+            api_key=self._api_key.value if self._api_key is not None else None,
         )
 
     def namespaces(self) -> list[str]:
@@ -369,6 +408,8 @@ class Workspace:
 
         With ``namespace``, the workspace in that namespace (of the same root).
         """
+        if not isinstance(workspace, Workspace) and is_remote_url(workspace_url(workspace)):
+            return cls(workspace, namespace=namespace)  # a server has no root to open first
         ws = workspace if isinstance(workspace, Workspace) else cls(workspace)
         if namespace is None or namespace == ws.namespace:
             return ws
@@ -494,8 +535,8 @@ class Workspace:
         if text.startswith("/"):
             if self._root is None:
                 raise WorkspaceError(
-                    f"absolute path {raw!r}: this workspace is kept in PostgreSQL, give a path "
-                    "relative to it"
+                    f"absolute path {raw!r}: this workspace is kept {self._where()}, give a "
+                    "path relative to it"
                 )
             inner = below_root(self.root, os.path.normpath(text))
             if inner is None:
@@ -749,6 +790,13 @@ class Workspace:
         """
         async with self.store.async_lock(name, timeout=timeout):
             yield
+
+
+@dataclass(frozen=True, slots=True)
+class _Secret:
+    """A key kept out of every ``repr`` (of the workspace's attributes too)."""
+
+    value: str = field(repr=False)
 
 
 def _encode(text: str) -> bytes:

@@ -7,6 +7,7 @@ those into ``Error: ...`` text a model can act on; the CLI prints them as one-li
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import re
 import sqlite3
@@ -25,7 +26,7 @@ from memdir.store.ledger import AppendedBlock, append_block, line_at
 from memdir.store.workspace import ARCHIVE_DIR, MEMORY_AREA, MEMORY_DIR, MEMORY_MD, Workspace
 
 if TYPE_CHECKING:
-    from memdir.index import MemoryIndex
+    from memdir.index import MemoryIndex, SearchIndex
 
 logger = logging.getLogger("memdir.tools")
 
@@ -264,7 +265,8 @@ def add_memory(
     """Append each non-blank line of ``text`` as a bullet to today's ledger, then re-index it.
 
     Secrets are masked first (``redactor``, default the built-in patterns), like everything
-    else written to a ledger.
+    else written to a ledger. On a workspace on a ``memdir serve`` server the server writes
+    and indexes the bullets (masking again with its own patterns).
 
     ``origin`` says who adds (``"person"``: ``memdir add``; ``"model"``: the ``memory_add``
     tool; ``"client"``: a program through the API); it is recorded with each bullet
@@ -296,6 +298,9 @@ def add_memory(
     masked = sum(masker.findings(text).values())
     if masked:
         text = masker.redact(text)
+    if ws.remote is not None:  # the server writes it (and masks and guards it too)
+        added = ws.remote.add(text)
+        return dataclasses.replace(added, masked=added.masked + masked)
     bullets = [guard(line.strip(), origin) for line in text.splitlines() if line.strip()]
     day = ws.today()
     block = None
@@ -342,14 +347,20 @@ def add_memory(
 _INDEXES: OpenCache[MemoryIndex] = index_cache()
 
 
-def shared_index(ws: Workspace) -> MemoryIndex:
-    """The workspace's :class:`MemoryIndex`, kept open between tool calls.
+def shared_index(ws: Workspace) -> SearchIndex:
+    """The workspace's :class:`MemoryIndex`, kept open between tool calls; on a workspace on a
+    ``memdir serve`` server, the server's (searched through it).
 
     Opening runs schema checks, so one instance per workspace is reused (``MemoryIndex`` is
     safe to share between threads); the least recently used beyond a handful are closed
     (:func:`~memdir.tools.set_open_index_limit` sets how many).
     """
     from memdir.index import MemoryIndex
+
+    if ws.remote is not None:
+        from memdir.client._remote_index import RemoteIndex
+
+        return RemoteIndex(ws)
 
     key = str(ws.root.resolve()) if ws.is_local else ws.describe()
     return _INDEXES.get(key, lambda: MemoryIndex(ws))

@@ -11,6 +11,7 @@ output is capped like ``memory_get``'s.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -21,6 +22,7 @@ from memdir.messages._render import RenderOptions, render_message
 from memdir.sessions import (
     LogRecord,
     SessionHit,
+    SessionInfo,
     SessionLog,
     list_session_infos,
     search_sessions,
@@ -129,11 +131,26 @@ def format_session_hits(
 def find_in_sessions(
     ws: Workspace, query: str, limit: int, session_id: str | None = None
 ) -> list[SessionHit]:
-    """Refresh the workspace's session index and search it."""
+    """Refresh the workspace's session index and search it (on a ``memdir serve`` server,
+    the server searches its own)."""
+    if ws.remote is not None:
+        return ws.remote.search_sessions(query, limit, session_id)
     index = shared_session_index(ws)
     with index.lock:
         index.refresh()
         return search_sessions(index, query, limit=limit, session_id=session_id)
+
+
+def session_infos(ws: Workspace) -> list[SessionInfo]:
+    """The logged sessions of ``ws``, the most recently active first (the session index
+    refreshed first; on a ``memdir serve`` server, the server's)."""
+    if ws.remote is not None:
+        names = [field.name for field in dataclasses.fields(SessionInfo)]
+        return [SessionInfo(**{n: getattr(s, n) for n in names}) for s in ws.remote.sessions()]
+    index = shared_session_index(ws)
+    with index.lock:
+        index.refresh()
+        return list_session_infos(index)
 
 
 @tool
@@ -202,12 +219,7 @@ def session_list(*, workspace: WorkspaceArg = None, namespace: str | None = None
     Returns:
         One line per session, or a note that there are none, or ``Error: ...``.
     """
-    ws = workspace_of(workspace, namespace)
-    index = shared_session_index(ws)
-    with index.lock:
-        index.refresh()
-        infos = list_session_infos(index)
-    return format_session_list(infos)
+    return format_session_list(session_infos(workspace_of(workspace, namespace)))
 
 
 class ListedSession(Protocol):

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from agentscope.agent import Agent
     from agentscope.tool import ToolBase
 
-    from memdir.index import MemoryIndex
+    from memdir.index import SearchIndex
 
 __all__ = ["RECALL_SOURCE", "MemdirMiddleware"]
 
@@ -125,7 +125,7 @@ class MemdirMiddleware(MiddlewareBase):
         )
         # The search index is opened when something needs it (recall, a tool, maintenance):
         # a flush need not re-index, as every search refreshes from the files first.
-        index: MemoryIndex | None = None
+        index: SearchIndex | None = None
         self.scheduler: MemoryMaintenanceScheduler | None = None
         if maintenance is not None:
             from memdir.memory import MemoryConsolidator

@@ -46,6 +46,7 @@ class SessionInfoOut(FromLibrary):
     first_at: datetime | None
     last_at: datetime | None
     messages: int
+    lines: int = Field(description="Lines of its log (a line that is not a message counts).")
     summary: str = Field(description="Its first user message, shortened.")
 
 

@@ -36,7 +36,7 @@ try:
 except ImportError as exc:  # without the extra: one line saying what to install
     raise WorkspaceError(INSTALL_HINT) from exc
 
-from memdir.store._base import Entry, FileStat, Store, Versioned
+from memdir.store._base import LENT_LOCK_SECONDS, Entry, FileStat, Store, Versioned
 from memdir.store._files import lock_name
 from memdir.store._safeopen import Area, PathMissing, PathRefused, shown_path
 from memdir.store.postgres._connect import Database, database, is_postgres_url, redact_url
@@ -289,6 +289,10 @@ class PostgresStore(Store):
         self._prepare()
         async with RowLock(self.db, self.ns, lock_name(name)).held_async(timeout=timeout):
             yield
+
+    def lent_lock(self, name: str) -> RowLock:
+        self._prepare()
+        return RowLock(self.db, self.ns, lock_name(name), ttl=LENT_LOCK_SECONDS)
 
     def exists(self) -> bool:
         def read(cur: Any) -> bool:

@@ -28,6 +28,7 @@ from typing import Any, Final
 from psycopg import sql
 
 from memdir.errors import MemdirError, WorkspaceError
+from memdir.store._base import held_too_long
 from memdir.store.postgres._connect import Database
 
 __all__ = ["LOCK_TTL_SECONDS", "RowLock"]
@@ -192,10 +193,7 @@ class RowLock:
         wait = _POLL_SECONDS[0]
         while not await self._try_take_async():
             if time.monotonic() >= deadline:
-                raise MemdirError(
-                    f"lock {self.name!r} is held by another writer for over {timeout:g} s; "
-                    "try again later"
-                )
+                raise held_too_long(self.name, timeout)
             await asyncio.sleep(wait)
             wait = min(wait * 2, _POLL_SECONDS[1])
         try:
