@@ -83,24 +83,31 @@ def _patch(owner: Any, attribute: str, name: str, **options: Any) -> None:
     setattr(owner, attribute, _timed(name, getattr(owner, attribute), **options))
 
 
-def _threadpool(original: Callable[..., Any]) -> Callable[..., Any]:
-    """Starlette's ``run_in_threadpool``, timed: all of it, and the call inside the thread."""
+def _threadpool(original: Callable[..., Any], routes: set[Any]) -> Callable[..., Any]:
+    """``anyio.to_thread.run_sync``, timed: all of it (the hand-off to a worker thread and
+    back), and the call inside the thread. Every trip goes through it: Starlette's
+    ``run_in_threadpool`` (FastAPI's synchronous dependencies, routes and response
+    validation) and the server's own (its routes, a namespace's first look at the store).
+    ``routes``: the route functions, whose trips are labelled ``route``."""
 
-    async def run_in_threadpool(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        inner = kwargs.get("function", func)  # FastAPI's _run_sync_endpoint(function=...)
-        label = "route" if inner is not func else getattr(func, "__name__", "dependency")
+    async def run_sync(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        inner = getattr(func, "func", func)  # a functools.partial
+        keywords = getattr(func, "keywords", {})
+        if "function" in keywords:  # FastAPI's _run_sync_endpoint(function=...)
+            inner = keywords["function"]
+        label = "route" if inner in routes else getattr(inner, "__name__", "dependency")
         started = time.perf_counter()
         try:
             return await original(_timed(f"in thread: {label}", func), *args, **kwargs)
         finally:
             _add(f"thread call: {label}", time.perf_counter() - started)
 
-    return run_in_threadpool
+    return run_sync
 
 
 def install() -> None:
     """Wrap the timers around the server's parts (before the application is made)."""
-    import fastapi.dependencies.utils
+    import anyio.to_thread
     import fastapi.routing
     import starlette.responses
     import starlette.routing
@@ -131,10 +138,11 @@ def install() -> None:
         _patch(MemoryIndex, attribute, "library", outermost=True)
     for attribute in ("shared_index", "add_memory"):
         _patch(memdir.server.routes.memory, attribute, "library", outermost=True)
-    fastapi.routing.run_in_threadpool = _threadpool(fastapi.routing.run_in_threadpool)  # type: ignore[attr-defined]
-    fastapi.dependencies.utils.run_in_threadpool = _threadpool(  # type: ignore[attr-defined]
-        fastapi.dependencies.utils.run_in_threadpool
-    )
+    routes = {
+        getattr(route.endpoint, "__wrapped__", route.endpoint)
+        for route in memdir.server.routes.memory.router.routes
+    }
+    anyio.to_thread.run_sync = _threadpool(anyio.to_thread.run_sync, routes)  # type: ignore[assignment]
     original_guarded = memdir.server.policy.guarded
     memdir.server.policy.guarded = lambda handler: _timed(  # type: ignore[assignment]
         "route handler", original_guarded(handler)
