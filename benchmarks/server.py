@@ -213,7 +213,10 @@ def profile(ws_url: str, key: str, op: str, items: list[str], count: int, tmp: P
 def parts(t: dict[str, float], client: float) -> dict[str, float]:
     """The mean µs of each part of a call, each counted once: inclusive timers minus the
     timers inside them."""
+    # Not a request's own trips: the key poller's (in the background), and the key look-up
+    # and the quota measure (once each, inside the auth and guard timers, which count them).
     threads = [name.removeprefix("thread call: ") for name in t if name.startswith("thread call")]
+    threads = [n for n in threads if n not in ("poll", "lookup", "measure")]
     handoff = sum(t[f"thread call: {n}"] - t.get(f"in thread: {n}", 0.0) for n in threads)
     deps = [n for n in threads if n not in ("route", "validate")]  # validate: the response's
     library = t.get("library", 0.0)
