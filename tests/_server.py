@@ -267,6 +267,10 @@ def spy_on_pool(app: Any) -> list[str]:
     calls: list[str] = []
 
     class Spy(NamespacePool):
+        def opened(self, ns: str) -> Workspace | None:
+            calls.append(ns)
+            return super().opened(ns)
+
         def get(self, ns: str, *, create: bool) -> Workspace | None:
             calls.append(ns)
             return super().get(ns, create=create)

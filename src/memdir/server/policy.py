@@ -12,6 +12,7 @@ route and fails if one escapes these rules.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from collections.abc import Callable, Coroutine
@@ -177,12 +178,21 @@ def require_principal(policy: Policy) -> PrincipalGuard:
     return PrincipalGuard(policy)
 
 
-def current_principal(request: Request) -> Principal:
+def _principal_of(request: Request) -> Principal:
     """The principal :class:`PrincipalGuard` authenticated (fails closed without one)."""
     principal = getattr(request.state, "principal", None)
     if not isinstance(principal, Principal):
         raise RuntimeError("a route asked for the principal without a policy that sets it")
     return principal
+
+
+async def current_principal(request: Request) -> Principal:
+    """The principal :class:`PrincipalGuard` authenticated (fails closed without one).
+
+    A coroutine, as are the other dependencies that do not block: FastAPI runs a plain
+    function in a worker thread, and each trip there and back costs more than the check.
+    """
+    return _principal_of(request)
 
 
 CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
@@ -220,31 +230,40 @@ def check_reach(principal: Principal, ns: str) -> None:
         raise NamespaceNotFound(ns)
 
 
-def bound_namespace(request: Request, ns: str) -> Bound:
+async def bound_namespace(request: Request, ns: str) -> Bound:
     """The namespace of the path, checked against the key before the store is touched.
 
     A name that can never exist is a 422; a name outside the key's grant is the same 404 as
     a namespace that does not exist. A write creates the namespace; a read of a missing one
-    is a 404.
+    is a 404. A namespace this process has opened before is found without the store; only
+    a look at the store goes to a worker thread.
     """
-    principal = current_principal(request)
+    principal = _principal_of(request)
     check_reach(principal, ns)
     state = server_state(request)
+    ws = state.pool.opened(ns)
+    if ws is None:
+        ws = await anyio.to_thread.run_sync(_open_namespace, state, principal, ns, request.method)
+    return Bound(principal, ns, ws)
+
+
+def _open_namespace(state: ServerState, principal: Principal, ns: str, method: str) -> Workspace:
+    """Namespace ``ns`` from the store (a write creates it, within the tenant's quota)."""
     ws = state.pool.get(ns, create=False)
-    if ws is None and request.method not in SAFE_METHODS:  # a write creates it, within quota
+    if ws is None and method not in SAFE_METHODS:
         state.usage.check_new_namespace(principal.tenant)
         ws = state.pool.get(ns, create=True)
         state.usage.add(principal.tenant, namespaces=1)
     if ws is None:
         raise NamespaceNotFound(ns)
-    return Bound(principal, ns, ws)
+    return ws
 
 
 BoundNamespace = Annotated[Bound, Depends(bound_namespace)]
 """A handler parameter: the path's namespace, checked and opened."""
 
 
-def append_once(request: Request, bound: BoundNamespace) -> LedgerOnce:
+async def append_once(request: Request, bound: BoundNamespace) -> LedgerOnce:
     """The ``before_append`` hook of an add: with an ``Idempotency-Key``, an add retried after
     its server died finds the block it wrote instead of writing it again."""
     return LedgerOnce(bound.ws, idempotent_run(request))
@@ -324,6 +343,24 @@ _PROBLEMS: Final = {
 }
 
 
+def _served(endpoint: Callable[..., Any]) -> Callable[..., Any]:
+    """``endpoint`` as a coroutine; a plain function runs in a worker thread.
+
+    FastAPI runs a plain function in a worker thread itself, but then validates its answer in
+    another trip to a thread; run here, the blocking work makes one trip and the (quick)
+    validation stays on the event loop. The signature, name and annotations are the
+    function's (``functools.wraps``), so the parameters and the OpenAPI document are the same.
+    """
+    if inspect.iscoroutinefunction(endpoint):
+        return endpoint
+
+    @functools.wraps(endpoint)
+    async def in_thread(*args: Any, **kwargs: Any) -> Any:
+        return await anyio.to_thread.run_sync(functools.partial(endpoint, *args, **kwargs))
+
+    return in_thread
+
+
 def _operation_id(route: APIRoute) -> str:
     """A route's OpenAPI operation id: its name (``search``, ``put_memory_md``), which stays
     the same when its path or module changes."""
@@ -368,7 +405,7 @@ class MemdirRouter:
         responses.update(kwargs.pop("responses", {}))
         self._router.add_api_route(
             path,
-            endpoint,
+            _served(endpoint),
             methods=[method],
             dependencies=dependencies,
             responses=responses,

@@ -36,6 +36,17 @@ class NamespacePool:
         self._exists: set[str] = set()
         self._lock = threading.Lock()
 
+    def opened(self, ns: str) -> Workspace | None:
+        """The workspace of ``ns`` if this pool has opened it and knows it exists (the store
+        is not asked: a namespace is never deleted through the server); else ``None``."""
+        with self._lock:
+            if ns not in self._exists:
+                return None
+            ws = self._open.get(ns)
+            if ws is not None:
+                self._open.move_to_end(ns)
+            return ws
+
     def get(self, ns: str, *, create: bool) -> Workspace | None:
         """The workspace of namespace ``ns`` (a valid name), created if ``create``; ``None``
         when it does not exist and may not be created.
