@@ -242,3 +242,15 @@ def test_a_fact_deep_in_a_long_message_is_found_by_meaning(
     with MemoryIndex(ws, embedder=False) as lexical:
         assert lexical.search(query, 5) == []
     assert [h.line_number for h in hits] == [2]
+
+
+def test_embed_threads_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memdir.embeddings import EMBED_THREADS_ENV, embed_threads
+
+    monkeypatch.delenv(EMBED_THREADS_ENV, raising=False)
+    assert embed_threads() == 1
+    monkeypatch.setenv(EMBED_THREADS_ENV, "3")
+    assert embed_threads() == 3
+    monkeypatch.setenv(EMBED_THREADS_ENV, "many")
+    with pytest.warns(RuntimeWarning, match="MEMDIR_EMBED_THREADS='many' is ignored"):
+        assert embed_threads() == 1
