@@ -31,6 +31,13 @@ class CachedEmbedder:
         floor_of = getattr(embedder, "similarity_floor", None)
         if callable(floor_of):
             self.similarity_floor = floor_of
+        # long units are cut into passages as the wrapped embedder would cut them
+        size = getattr(embedder, "passage_tokens", None)
+        if size is not None:
+            self.passage_tokens = size
+        count = getattr(embedder, "count_tokens", None)
+        if callable(count):
+            self.count_tokens = count
         self._db = sqlite3.connect(path, timeout=60)
         self._db.execute("CREATE TABLE IF NOT EXISTS v(key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
         self.computed = 0  # texts the wrapped embedder was given

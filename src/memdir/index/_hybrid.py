@@ -172,7 +172,7 @@ def nearest(
     pgvector in a PostgreSQL database that has it, else by :meth:`DenseIndex.search`.
     """
     if isinstance(dense.store, PgVectors):
-        found = dense.store.nearest(dense.embedder.name, engine, query, k)
+        found = dense.store.nearest(dense.embedder, engine, query, k)
         if found is not None:
             return found
     return dense.search(engine, query, k)
@@ -201,9 +201,7 @@ def embed_pending(
                 key=lambda info: (not info.curated, -(info.day or 0), -info.id),
             )
             return {
-                key: text
-                for info in files
-                for _, key, text in file_texts(embedder.name, engine, info)
+                key: text for info in files for _, key, text in file_texts(embedder, engine, info)
             }
 
     texts = run(collect)

@@ -14,10 +14,11 @@ to that size (``index_vector_ann_384``: ``((embedding::vector(384)) vector_ip_op
 so the inner product is the cosine similarity :class:`DenseIndex` computes: both paths give
 the same scores. A search filters by namespace and dimension (iterative index scans keep
 walking the graph until enough rows of the namespace are found) and maps the keys back to the
-units that hold that text now, so a deleted or changed line is never returned. The graph holds
-every namespace: a namespace of at most :data:`EXACT_BELOW` lines, or one whose walk ended
-before it met enough of its rows, is ranked exactly instead (every vector of the namespace
-compared, in SQL, found by the primary key).
+units that hold that text now, so a deleted or changed line is never returned; a long unit's
+passages are several keys of one unit, which counts once, with its best passage's score. The
+graph holds every namespace: a namespace of at most :data:`EXACT_BELOW` vectors, or one whose
+walk ended before it met enough of its rows, is ranked exactly instead (every vector of the
+namespace compared, in SQL, found by the primary key).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from memdir.embeddings import Embedder
     from memdir.store.postgres import PostgresStore
     from memdir.store.postgres._connect import Database
 
@@ -45,8 +47,9 @@ __all__ = ["EF_SEARCH", "EXACT_BELOW", "Ann", "KeyMap", "ann_of"]
 logger = logging.getLogger("memdir.index")
 
 EXACT_BELOW = 10_000
-"""A namespace with at most this many lines is ranked exactly, in SQL, without the HNSW index:
-the graph holds every namespace's vectors, and a walk of it finds few of a small one's."""
+"""A namespace with at most this many vectors (lines, or passages of long ones) is ranked
+exactly, in SQL, without the HNSW index: the graph holds every namespace's vectors, and a walk
+of it finds few of a small one's."""
 EF_SEARCH = 200
 """Candidates the HNSW search keeps (``hnsw.ef_search``, set per transaction): at least this,
 or twice the results asked for, up to pgvector's limit of 1000."""
@@ -243,10 +246,11 @@ def _detect(store: PostgresStore) -> Ann | None:
 
 
 class KeyMap:
-    """Which units hold the text of each vector key now, per file, refreshed by content."""
+    """Which units hold the text of each vector key now (a unit's text, or one of its
+    passages'), per file, refreshed by content."""
 
-    def __init__(self, model: str) -> None:
-        self.model = model
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
         self._files: dict[int, tuple[bytes, list[tuple[int, bytes]]]] = {}
         self._rows: dict[bytes, list[int]] = {}
 
@@ -270,13 +274,13 @@ class KeyMap:
                 del self._rows[key]
 
     def _add(self, engine: Engine, info: FileInfo) -> None:
-        units = [(rowid, key) for rowid, key, _ in file_texts(self.model, engine, info)]
+        units = [(rowid, key) for rowid, key, _ in file_texts(self.embedder, engine, info)]
         self._files[info.id] = (info.digest, units)
         for rowid, key in units:
             self._rows.setdefault(key, []).append(rowid)
 
     def __len__(self) -> int:
-        """How many units have text to embed."""
+        """How many vectors the units have (a long unit has one per passage)."""
         return sum(len(units) for _, units in self._files.values())
 
     def rows(self, key: bytes) -> list[int]:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from memdir.embeddings import Embedder
     from memdir.index._engine import Engine
 
 __all__ = ["PgVectors"]
@@ -240,19 +241,20 @@ class PgVectors:
         return copied + last
 
     def nearest(
-        self, model: str, engine: Engine, query: npt.NDArray[np.float32], k: int
+        self, embedder: Embedder, engine: Engine, query: npt.NDArray[np.float32], k: int
     ) -> list[tuple[int, float]] | None:
         """The ``k`` units nearest to ``query`` ranked by pgvector, as ``(row id, similarity)``,
-        like :meth:`DenseIndex.search`; ``None`` where pgvector cannot answer (rank in Python).
+        like :meth:`DenseIndex.search` (a unit scores its best passage's similarity); ``None``
+        where pgvector cannot answer (rank in Python).
         """
         import psycopg
 
         ann = self.ann()
         if ann is None:
             return None
-        keys = self._maps.get(model)
+        keys = self._maps.get(embedder.name)
         if keys is None:
-            keys = self._maps[model] = KeyMap(model)
+            keys = self._maps[embedder.name] = KeyMap(embedder)
         keys.refresh(engine)
 
         def read(cur: Any) -> list[tuple[int, float]] | None:
@@ -269,13 +271,18 @@ class PgVectors:
                     # them all instead, at the cost of their number.
                     exact = True
                     continue
-                rows = [(rowid, score) for key, score in found for rowid in keys.rows(key)]
-                if len(rows) >= k or len(found) < limit:
+                best: dict[int, float] = {}  # a unit's passages: its best one counts
+                for key, score in found:
+                    for rowid in keys.rows(key):
+                        best[rowid] = max(score, best.get(rowid, score))
+                if len(best) >= k or len(found) < limit:
                     break
                 if found[-1][1] <= 0 or limit >= _MAX_FETCH:
                     break
-                limit = min(_MAX_FETCH, 4 * limit)  # keys no unit holds now took the places
-            rows.sort(key=lambda row: (-row[1], -row[0]))  # ties: the newer line first
+                # keys no unit holds now, or more passages of units already found, took the
+                # places
+                limit = min(_MAX_FETCH, 4 * limit)
+            rows = sorted(best.items(), key=lambda row: (-row[1], -row[0]))  # ties: newer first
             return [row for row in rows if row[1] > 0][:k]
 
         try:

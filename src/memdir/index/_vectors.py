@@ -1,13 +1,19 @@
 """Vectors of memory units for hybrid search: a derived store beside the full-text index.
 
 Vectors live in their own database, ``<workspace>/.index/vectors.db``, keyed by a hash of the
-embedder's name and the unit's text, not by row id: a line that moves (a line inserted above
+embedder's name and the text embedded (a unit's, or one passage's of a long unit:
+:mod:`memdir.index._passages`), not by row id: a line that moves (a line inserted above
 it), a full re-index or a rebuilt full-text database keep their vectors, identical lines
 share one, and a new embedder never meets the old one's vectors. Like the full-text index it
 is derived data: a damaged file is replaced (with a warning) and the vectors computed again.
 
-:class:`DenseIndex` keeps each file's vectors as one numpy matrix in memory, reloading only
-files whose content changed or that were waiting for vectors.
+A store of an older memdir, which gave a long unit one vector of its whole text, upgrades by
+itself: its passages have keys of their own, so they are pending, embedded by the next
+:meth:`MemoryIndex.embed_pending`, and the whole-text vector is pruned with the other
+vectors nobody holds.
+
+:class:`DenseIndex` keeps each file's vectors as one numpy matrix in memory (a row per
+passage), reloading only files whose content changed or that were waiting for vectors.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import TYPE_CHECKING, TypeVar
 from memdir.embeddings import document_text
 from memdir.errors import IndexError_
 from memdir.index._engine import Engine, FileInfo
+from memdir.index._passages import passages_of
 from memdir.index._schema import (
     begin_immediate,
     connect,
@@ -306,19 +313,35 @@ class _FileVectors:
     digest: bytes
     version: tuple[int, int]
     complete: bool
-    rowids: npt.NDArray[np.int64]
-    matrix: npt.NDArray[np.float32]
+    rowids: npt.NDArray[np.int64]  # one per unit that has a vector
+    matrix: npt.NDArray[np.float32]  # one row per passage, a unit's rows next to each other
+    starts: npt.NDArray[np.intp] | None  # each unit's first row; None: one row per unit
+
+    def scores(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Each unit's similarity to ``query``: its best passage's."""
+        import numpy as np
+
+        # einsum, not ``@``: BLAS threads wait badly for a busy core (at 100k lines,
+        # p90 400 ms on a loaded two-core machine, against 7 ms on one thread)
+        rows: npt.NDArray[np.float32] = np.einsum("ij,j->i", self.matrix, query)
+        if self.starts is None:
+            return rows
+        best: npt.NDArray[np.float32] = np.maximum.reduceat(rows, self.starts)
+        return best
 
 
-def file_texts(model: str, engine: Engine, info: FileInfo) -> list[tuple[int, bytes, str]]:
-    """``(row id, key, text)`` of each unit of a file that has text to embed: the unit's
-    text, after the turn it answers for a dialogue turn (:mod:`memdir.index._turns`)."""
+def file_texts(embedder: Embedder, engine: Engine, info: FileInfo) -> list[tuple[int, bytes, str]]:
+    """``(row id, key, text)`` of each passage of each unit of a file that has text to embed,
+    in unit order (a unit's passages next to each other). The text is the unit's, after the
+    turn it answers for a dialogue turn (:mod:`memdir.index._turns`), cut into passages when
+    it is longer than the embedder reads (:mod:`memdir.index._passages`)."""
+    model = embedder.name
     units = engine.units_of(info.id)
     texts = embedded_texts([(head, document_text(content)) for _, head, content in units])
     return [
-        (rowid, unit_key(model, text), text)
+        (rowid, unit_key(model, passage), passage)
         for (rowid, _, _), text in zip(units, texts, strict=True)
-        if text
+        for passage in passages_of(embedder, text)
     ]
 
 
@@ -337,29 +360,34 @@ class DenseIndex:
     def _load(self, engine: Engine, info: FileInfo, version: tuple[int, int]) -> _FileVectors:
         import numpy as np
 
-        units = file_texts(self.embedder.name, engine, info)
-        found = self.store.load([key for _, key, _ in units])
+        passages = file_texts(self.embedder, engine, info)
+        found = self.store.load([key for _, key, _ in passages])
         dim = self.embedder.dim
         rowids: list[int] = []
+        starts: list[int] = []
         vectors: list[bytes] = []
-        for rowid, key, _ in units:
+        for rowid, key, _ in passages:
             vec = found.get(key)
             if vec is not None and len(vec) == 4 * dim:
-                rowids.append(rowid)
+                if not rowids or rowids[-1] != rowid:
+                    rowids.append(rowid)
+                    starts.append(len(vectors))
                 vectors.append(vec)
         matrix = np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), dim)
         return _FileVectors(
             digest=info.digest,
             version=version,
-            complete=len(rowids) == len(units),
+            complete=len(vectors) == len(passages),
             rowids=np.asarray(rowids, dtype=np.int64),
             matrix=matrix,
+            starts=None if len(starts) == len(vectors) else np.asarray(starts, dtype=np.intp),
         )
 
     def search(
         self, engine: Engine, query: npt.NDArray[np.float32], k: int
     ) -> list[tuple[int, float]]:
-        """The ``k`` units most similar to ``query`` (cosine > 0), as ``(row id, similarity)``."""
+        """The ``k`` units most similar to ``query`` (cosine > 0), as ``(row id, similarity)``:
+        a unit's similarity is its best passage's."""
         import numpy as np
 
         files = engine.files_by_id()
@@ -377,9 +405,7 @@ class DenseIndex:
             ):
                 entry = self._files[file_id] = self._load(engine, info, version)
             if len(entry.rowids):
-                # einsum, not ``@``: BLAS threads wait badly for a busy core (at 100k lines,
-                # p90 400 ms on a loaded two-core machine, against 7 ms on one thread)
-                scores.append(np.einsum("ij,j->i", entry.matrix, query))
+                scores.append(entry.scores(query))
                 ids.append(entry.rowids)
         if not scores:
             return []
