@@ -12,8 +12,8 @@ does not exist for one out of reach), as ``application/problem+json`` with that 
 body (MCP's 401 is the SDK's, with its ``WWW-Authenticate`` challenge); afterwards no
 namespace holds a write of a key that does not reach it.
 
-``MEMDIR_TEST_PROBES`` sets the probes per store: 2,000 by default (about 20 s a store on two
-cores), 10,000 for the full run (about 90 s a store), e.g.
+``MEMDIR_TEST_PROBES`` sets the probes per store: 2,000 by default (12-25 s a store on two
+shared cores), 10,000 for the full run (45-90 s a store), e.g.
 ``MEMDIR_TEST_PROBES=10000 pytest tests/test_server_probes.py``.
 """
 
