@@ -8,6 +8,7 @@ import base64
 import http.client
 import json
 import secrets
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,26 @@ def test_bad_keys_all_get_the_same_401(served: Served) -> None:
         assert 'error="invalid_token"' in response.headers["www-authenticate"]
         shown.append(body["detail"])
     assert set(shown) == {"the API key is not valid"}
+
+
+def test_a_key_is_checked_before_the_body_is_read(served: Served) -> None:
+    path = "/v1/namespaces/acme.x/memories"
+    json_type = {"Content-Type": "application/json"}
+    for body in (b'{"text": ', b"(#\xef\xbf"):  # not JSON: still the key's answer first
+        with served.client() as anonymous:
+            _problem(anonymous.post(path, content=body, headers=json_type), 401, "invalid-key")
+        with served.client("acme_read") as reader:
+            _problem(reader.post(path, content=body, headers=json_type), 403,
+                     "insufficient-scope")  # fmt: skip
+    # A body announced and never sent: the refusal comes without waiting for it.
+    url = httpx.URL(served.server.url)
+    with socket.create_connection((url.host, url.port), timeout=60) as conn:
+        conn.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: {url.host}\r\nContent-Type: application/json\r\n"
+            'Content-Length: 1000000\r\n\r\n{"text": "'.encode()
+        )
+        head = conn.recv(4096)
+    assert head.startswith(b"HTTP/1.1 401 "), head
 
 
 def test_a_key_revoked_while_the_server_runs_is_refused(served: Served) -> None:

@@ -181,6 +181,19 @@ def test_search_refuses_what_it_cannot_search(acme: httpx.Client, ns: str) -> No
         assert response.json()["errors"][0]["loc"][0] == "query"
 
 
+def test_an_add_refuses_a_body_that_is_not_json_in_utf8(acme: httpx.Client, ns: str) -> None:
+    for body in (b'{"text": ', b"(#\xef\xbf", b"\xff\xfe\xfd"):
+        response = acme.post(
+            f"/v1/namespaces/{ns}/memories",
+            content=body,
+            headers={"Content-Type": "application/json"},
+        )
+        assert response.status_code == 422, (body, response.text)
+        assert response.headers["content-type"] == "application/problem+json"
+        problem = response.json()
+        assert problem["code"] == "invalid-request" and problem["errors"][0]["loc"][0] == "body"
+
+
 def test_excerpt_reads_a_citation_as_memory_get_does(
     served: Served, acme: httpx.Client, ns: str
 ) -> None:

@@ -101,6 +101,9 @@ class PrincipalGuard:
         needed = self.policy.scope
         if needed is None:
             return None
+        checked = getattr(request.state, "principal", None)
+        if isinstance(checked, Principal):  # by PolicyRoute, before the body was read
+            return checked
         state = server_state(request)
         token = _bearer(request)
         try:
@@ -312,22 +315,37 @@ def write_gate(policy: Policy, *, namespaced: bool) -> Callable[..., Coroutine[A
 
 class PolicyRoute(APIRoute):
     """A route that carries its :class:`Policy` (taken from its :class:`PrincipalGuard`),
-    its handler wrapped by :func:`memdir.server.guards.guarded`."""
+    its handler wrapped by :func:`memdir.server.guards.guarded`; the guard runs before the
+    request's body is read."""
 
     policy: Policy
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         super().__init__(path, endpoint, **kwargs)
+        self.policy = self._guard().policy
+
+    def _guard(self) -> PrincipalGuard:
         guards = [
             d.dependency for d in self.dependencies if isinstance(d.dependency, PrincipalGuard)
         ]
         if len(guards) != 1:
-            raise TypeError(f"route {path} must have exactly one policy (MemdirRouter adds it)")
+            raise TypeError(
+                f"route {self.path} must have exactly one policy (MemdirRouter adds it)"
+            )
         assert isinstance(guards[0], PrincipalGuard)
-        self.policy = guards[0].policy
+        return guards[0]
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        return guarded(super().get_route_handler())
+        handler = super().get_route_handler()
+        guard = self._guard()
+
+        async def key_first(request: Request) -> Response:
+            # FastAPI reads and parses a JSON body before it runs any dependency: the key is
+            # checked here first, so a caller without one is refused before its body is read.
+            await guard(request)
+            return await handler(request)
+
+        return guarded(key_first)
 
 
 _PROBLEMS: Final = {

@@ -250,6 +250,10 @@ async def _on_problem(request: Request, exc: Exception) -> JSONResponse:
 async def _on_http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     status = exc.status_code
+    if status == 400:  # FastAPI's answer to a body it cannot decode (not UTF-8 JSON)
+        errors = [ProblemField(loc=["body"], msg="not JSON in UTF-8")]
+        detail = "body: not JSON in UTF-8"
+        return problem_response(request, 422, "invalid-request", detail, errors=errors)
     known = {
         404: ("not-found", "no such route: GET /openapi.json lists the routes"),
         405: ("method-not-allowed", "this route does not take this method"),

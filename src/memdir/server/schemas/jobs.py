@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -117,7 +117,12 @@ class ConsolidationOut(FromLibrary):
     """What a consolidation did (as :class:`memdir.memory.ConsolidationResult`)."""
 
     added: list[str]
-    changed: list[tuple[str, str]] = Field(description="[old, new] pairs.")
+    # Pairs as arrays of two strings, not tuples: a tuple's `prefixItems` (JSON Schema 2020-12)
+    # is turned by schemathesis 4, like other tools of older drafts, into an `items` array, a
+    # schema OpenAPI 3.1 does not allow: it refused the consolidate routes' answers.
+    changed: list[Annotated[list[str], Field(min_length=2, max_length=2)]] = Field(
+        description="[old, new] pairs."
+    )
     removed: list[str]
     trimmed: list[str]
     entries: int = Field(description="Ledger bullets consumed.")
