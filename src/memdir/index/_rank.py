@@ -7,7 +7,13 @@ The engine finds a few hundred candidates cheaply; this module scores them preci
 * **coverage**: the BM25 sum is scaled by the share of the query's idf mass the span contains,
   so a line that answers the whole question beats one that repeats a single word (the mass of
   the ``coverage_terms`` rarest terms counts as full: a pasted dialogue needs no line that
-  covers most of its words);
+  covers most of its words). In a line longer than ``window`` tokens only the words that
+  stand together within ``window`` tokens count: a page of an answer holds every word of a
+  question somewhere, and that is no sign it answers it;
+* **length**: a line longer than ``length_free`` tokens is scored ``(length_free /
+  length) ** length_power`` of what it earns (BM25's own length norm is relative to the
+  average line, which long lines raise): the short line that states a fact beats the page
+  that mentions its words, and a page still ranks when nothing shorter matches;
 * **proximity**: matched terms standing close together earn a bonus (BM25TP-style);
 * **recency**: spans from recent daily files get a small boost, relative to the newest day in
   the index (not the wall clock, so an old archive ranks the same today and next year);
@@ -27,6 +33,10 @@ The engine finds a few hundred candidates cheaply; this module scores them preci
 
 Each feature can be switched off in :class:`RankConfig`; ``benchmarks/retrieval.py --ablate``
 measures what each contributes.
+
+A row's length and the positions of its words are read from what was stored with it when it
+was indexed (:mod:`memdir.index._unit_terms`), never from its text: scoring a candidate costs
+a few ``str.find`` calls, whatever its length.
 """
 
 from __future__ import annotations
@@ -37,11 +47,20 @@ from dataclasses import dataclass
 
 from memdir.index._dates import DateCue
 from memdir.index._engine import FileInfo, StoredRow
-from memdir.index._forms import form_prefixes, word_key
-from memdir.index._text import text_tokens
+from memdir.index._unit_terms import key_needles, positions_at, unit_terms
 from memdir.store.ledger import normalize_bullet
 
-__all__ = ["DEFAULT", "RankConfig", "ScoredRow", "Scorer", "WeightedTerm", "finish", "idf"]
+__all__ = [
+    "DEFAULT",
+    "RankConfig",
+    "ScoredRow",
+    "Scorer",
+    "WeightedTerm",
+    "finish",
+    "idf",
+    "lookups",
+    "positions_of",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,6 +98,9 @@ class RankConfig:
     feedback_weight: float = 0.3
     feedback_query_terms: int = 6
     postings_budget: int = 1_000
+    window: int = 32
+    length_free: int = 64
+    length_power: float = 0.75
 
 
 DEFAULT = RankConfig()
@@ -92,6 +114,7 @@ class WeightedTerm:
     idf: float
     weight: float
     part: bool = False  # a partial match: adds to BM25, not to coverage or proximity
+    holders: frozenset[int] | None = None  # a one-word term's rows, when all are known
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,38 +125,39 @@ class ScoredRow:
     row: StoredRow
 
 
-# What unicode61 (and ``text_tokens``) makes of ASCII text: runs of letters and digits, case
-# folded. ``bytes.translate`` and ``split`` find them several times faster than the regex.
-_ASCII_FOLD = bytes(
-    c + 32 if 65 <= c <= 90 else c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256)
-)
+Lookup = tuple[str, tuple[str, ...], frozenset[int] | None]
+"""A query word as a row is searched for it: its word key, :func:`key_needles` of it, and
+the rows holding it when they are all known (no other row is looked at)."""
 
 
-def _tokens(content: str) -> list[str]:
-    """:func:`text_tokens` of ``content`` (a fast path for ASCII text)."""
-    if content.isascii():
-        return content.encode().translate(_ASCII_FOLD).decode().split()
-    return text_tokens(content)
+def lookups(keys: Sequence[str], holders: dict[str, frozenset[int]] | None = None) -> list[Lookup]:
+    """The :data:`Lookup` of each of ``keys`` (word keys)."""
+    known = holders or {}
+    return [(key, key_needles(key), known.get(key)) for key in keys]
 
 
-def _analyse(content: str, prefixes: frozenset[str]) -> tuple[int, dict[str, list[int]]]:
-    """Token count of a span and the positions of its tokens that may match a query term.
-
-    Only tokens sharing their first two characters with a form of a query word are keyed
-    (:func:`memdir.index._forms.word_key`): Porter stemming never changes the first two
-    letters, so the others cannot match.
-    """
-    tokens = _tokens(content)
+def positions_of(row: StoredRow, words: Sequence[Lookup]) -> tuple[int, dict[str, list[int]]]:
+    """Token count of a row and the positions of the query ``words`` in it (by word key),
+    read from what was stored with the row (:mod:`memdir.index._unit_terms`)."""
+    terms, length = row.terms, row.words
+    if not terms and row.content:  # a row built by hand, without its stored terms
+        length, terms = unit_terms(row.content)
     where: dict[str, list[int]] = {}
-    for i, token in enumerate(tokens):
-        if token[:2] in prefixes:
-            key = word_key(token)
-            found = where.get(key)
-            if found is None:
-                where[key] = [i]
-            else:
-                found.append(i)
-    return len(tokens), where
+    rowid = row.rowid
+    for key, needles, rows in words:
+        if rows is not None and rowid not in rows:
+            continue
+        if len(needles) == 1:
+            needle = needles[0]
+            start = terms.find(needle)
+            if start < 0:
+                continue
+            start += len(needle)
+            end = terms.find(" ", start)
+            where[key] = [*map(int, terms[start : end if end >= 0 else None].split(","))]
+        elif found := positions_at(terms, needles):
+            where[key] = found
+    return length, where
 
 
 def _positions(where: dict[str, list[int]], term: tuple[str, ...]) -> list[int]:
@@ -145,6 +169,46 @@ def _positions(where: dict[str, list[int]], term: tuple[str, ...]) -> list[int]:
         return []
     following = [set(r or ()) for r in rest]
     return [p for p in starts if all(p + k in s for k, s in enumerate(following, start=1))]
+
+
+def _gap(xs: list[int], ys: list[int]) -> int:
+    """The smallest distance between a position of ``xs`` and one of ``ys`` (both sorted)."""
+    best = abs(xs[0] - ys[0])
+    i = j = 0
+    while i < len(xs) and j < len(ys):
+        x, y = xs[i], ys[j]
+        if x < y:
+            best = min(best, y - x)
+            i += 1
+        else:
+            best = min(best, x - y)
+            j += 1
+        if best == 0:
+            break
+    return best
+
+
+def _window_idf(found: list[tuple[list[int], float, int]], width: int) -> float:
+    """The most idf of distinct matched terms standing within ``width`` tokens of each other
+    (``found``: each term's sorted positions, idf and number; a sliding window)."""
+    events = sorted((p, i) for i, (where, _, _) in enumerate(found) for p in where)
+    counts = [0] * len(found)
+    idfs = [f[1] for f in found]
+    best = current = 0.0
+    lo = 0
+    for pos, i in events:
+        if counts[i] == 0:
+            current += idfs[i]
+        counts[i] += 1
+        while events[lo][0] <= pos - width:
+            j = events[lo][1]
+            counts[j] -= 1
+            if counts[j] == 0:
+                current -= idfs[j]
+            lo += 1
+        if current > best:
+            best = current
+    return best
 
 
 class Scorer:
@@ -161,9 +225,16 @@ class Scorer:
     ) -> None:
         self.terms = terms
         self.dates = dates or None  # an empty cue names no day
-        self.prefixes = frozenset(
-            prefix for term in terms for token in term.tokens for prefix in form_prefixes(token)
-        )
+        self.keys = tuple(dict.fromkeys(token for term in terms for token in term.tokens))
+        # Keys whose every row is known (one-word terms whose posting lists were read whole).
+        self._holders: dict[str, frozenset[int]] = {}
+        multi = {token for term in terms if len(term.tokens) > 1 for token in term.tokens}
+        for term in terms:
+            key = term.tokens[0]
+            if term.holders is not None and len(term.tokens) == 1 and key not in multi:
+                known = self._holders.get(key)
+                self._holders[key] = term.holders if known is None else known | term.holders
+        self._lookups = lookups(self.keys, self._holders)
         idfs = sorted((term.idf for term in terms if not term.part), reverse=True)
         if config.coverage_terms:
             idfs = idfs[: config.coverage_terms]
@@ -193,7 +264,7 @@ class Scorer:
     def score(self, row: StoredRow) -> float:
         """Relevance of one row on its own (0: no query term in it)."""
         config = self.config
-        length, index = _analyse(row.content, self.prefixes)
+        length, index = positions_of(row, self._lookups)
         if not index:
             return 0.0
         norm = config.k1 * (1 - config.b + config.b * (length or 1) / self.avgdl)
@@ -219,6 +290,8 @@ class Scorer:
         if bm25 <= 0:
             return 0.0
         score = bm25
+        if config.window and length > config.window and len(found) > 1:
+            matched_idf = _window_idf(found, config.window)
         if config.coverage and self.total_idf > 0:
             share = min(1.0, matched_idf / self.total_idf)
             score *= share**config.coverage_power
@@ -228,9 +301,11 @@ class Scorer:
                 for j in range(i + 1, len(found)):
                     if config.proximity_adjacent and found[j][2] != found[i][2] + 1:
                         continue
-                    gap = min(abs(a - b) for a in found[i][0] for b in found[j][0])
+                    gap = _gap(found[i][0], found[j][0])
                     bonus += min(found[i][1], found[j][1]) / (gap * gap if gap else 1)
             score += config.proximity_weight * bonus
+        if config.length_power and length > config.length_free:
+            score *= (config.length_free / length) ** config.length_power
         return score * self.prior(row)
 
     def prior(self, row: StoredRow) -> float:
@@ -273,11 +348,25 @@ def finish(
         return ranked[:limit]
     out: list[ScoredRow] = []
     seen: set[str] = set()
+    # Lines that read the same hold as many tokens, or one more (a numbered list marker): a
+    # line is normalised (a pass over its whole text) only when a shown one is about as long.
+    pending: dict[int, list[StoredRow]] = {}  # shown, not normalised yet, by token count
+    normalised: set[int] = set()  # token counts of shown lines whose forms are in ``seen``
     for item in ranked:
-        key = normalize_bullet(item.row.content)
-        if key in seen:
-            continue
-        seen.add(key)
+        words = item.row.words
+        span = (words - 1, words, words + 1)
+        if any(n in pending or n in normalised for n in span):
+            for n in span:
+                for row in pending.pop(n, ()):
+                    seen.add(normalize_bullet(row.content))
+                    normalised.add(n)
+            key = normalize_bullet(item.row.content)
+            if key in seen:
+                continue
+            seen.add(key)
+            normalised.add(words)
+        else:
+            pending.setdefault(words, []).append(item.row)
         out.append(item)
         if len(out) >= limit:
             break

@@ -390,11 +390,13 @@ def _search(
         )
         found = _with_dated_rows(engine, found, cue, per_term) if cue else found
     for (term, ids), df in zip(found, dfs, strict=True):
+        whole = df < per_term and len(term.tokens) == 1 and not term.cjk
         wt = WeightedTerm(
             tuple(word_key(fold(token)) for token in term.tokens),
             idf(df, total),
             scale[term.part] * (1 + config.query_tf * math.log(term.count)),
             part=bool(term.part),
+            holders=frozenset(ids) if whole else None,
         )
         weighted.append(wt)
         lists.append((ids, wt.idf * wt.weight))
