@@ -52,6 +52,7 @@ from memdir.store.ledger import normalize_bullet
 
 __all__ = [
     "DEFAULT",
+    "Holders",
     "RankConfig",
     "ScoredRow",
     "Scorer",
@@ -114,7 +115,7 @@ class WeightedTerm:
     idf: float
     weight: float
     part: bool = False  # a partial match: adds to BM25, not to coverage or proximity
-    holders: frozenset[int] | None = None  # a one-word term's rows, when all are known
+    holders: Holders | None = None  # a one-word term's rows, as far as they are known
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +126,15 @@ class ScoredRow:
     row: StoredRow
 
 
-Lookup = tuple[str, tuple[str, ...], frozenset[int] | None]
+Holders = tuple[frozenset[int], int]
+"""``(rows, floor)``: every row whose id is ``floor`` or more and that holds a word is one of
+``rows`` (a posting list read newest first, down to ``floor``; ``-1``: read whole)."""
+Lookup = tuple[str, tuple[str, ...], Holders | None]
 """A query word as a row is searched for it: its word key, :func:`key_needles` of it, and
-the rows holding it when they are all known (no other row is looked at)."""
+its :data:`Holders` when known (a row at or above the floor not among them is not looked at)."""
 
 
-def lookups(keys: Sequence[str], holders: dict[str, frozenset[int]] | None = None) -> list[Lookup]:
+def lookups(keys: Sequence[str], holders: dict[str, Holders] | None = None) -> list[Lookup]:
     """The :data:`Lookup` of each of ``keys`` (word keys)."""
     known = holders or {}
     return [(key, key_needles(key), known.get(key)) for key in keys]
@@ -144,8 +148,8 @@ def positions_of(row: StoredRow, words: Sequence[Lookup]) -> tuple[int, dict[str
         length, terms = unit_terms(row.content)
     where: dict[str, list[int]] = {}
     rowid = row.rowid
-    for key, needles, rows in words:
-        if rows is not None and rowid not in rows:
+    for key, needles, known in words:
+        if known is not None and rowid >= known[1] and rowid not in known[0]:
             continue
         if len(needles) == 1:
             needle = needles[0]
@@ -191,6 +195,11 @@ def _gap(xs: list[int], ys: list[int]) -> int:
 def _window_idf(found: list[tuple[list[int], float, int]], width: int) -> float:
     """The most idf of distinct matched terms standing within ``width`` tokens of each other
     (``found``: each term's sorted positions, idf and number; a sliding window)."""
+    if max(f[0][-1] for f in found) - min(f[0][0] for f in found) < width:
+        return sum(f[1] for f in found)  # all of them within one window
+    if len(found) == 2:
+        (xs, x_idf, _), (ys, y_idf, _) = found
+        return x_idf + y_idf if _gap(xs, ys) < width else max(x_idf, y_idf)
     events = sorted((p, i) for i, (where, _, _) in enumerate(found) for p in where)
     counts = [0] * len(found)
     idfs = [f[1] for f in found]
@@ -226,14 +235,18 @@ class Scorer:
         self.terms = terms
         self.dates = dates or None  # an empty cue names no day
         self.keys = tuple(dict.fromkeys(token for term in terms for token in term.tokens))
-        # Keys whose every row is known (one-word terms whose posting lists were read whole).
-        self._holders: dict[str, frozenset[int]] = {}
+        # The rows known to hold a key (one-word terms, from their posting lists).
+        self._holders: dict[str, Holders] = {}
         multi = {token for term in terms if len(term.tokens) > 1 for token in term.tokens}
         for term in terms:
             key = term.tokens[0]
             if term.holders is not None and len(term.tokens) == 1 and key not in multi:
                 known = self._holders.get(key)
-                self._holders[key] = term.holders if known is None else known | term.holders
+                self._holders[key] = (
+                    term.holders
+                    if known is None
+                    else (known[0] | term.holders[0], max(known[1], term.holders[1]))
+                )
         self._lookups = lookups(self.keys, self._holders)
         idfs = sorted((term.idf for term in terms if not term.part), reverse=True)
         if config.coverage_terms:
