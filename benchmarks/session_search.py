@@ -167,11 +167,10 @@ def run_beam(path: Path) -> dict[str, Any]:
     """Session search over the chats of a memret/1 file, one log per chat (see above)."""
     from datetime import UTC, datetime
 
-    from retrieval import METRICS, load_memret, score_query, sessions_of
-
     from memdir.messages import Msg
     from memdir.sessions import SessionIndex, SessionLog, search_sessions
     from memdir.workspace import Workspace
+    from retrieval import METRICS, load_memret, score_query, sessions_of
 
     _, corpora, by_corpus = load_memret(path)
     rows: list[dict[str, Any]] = []
