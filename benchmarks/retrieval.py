@@ -11,9 +11,10 @@ Follows the protocol of the shared benchmark README exactly:
 4. ``search(question, limit=50)`` with product defaults, no query rewriting;
 5. hits mapped to the doc ids of the lines they cover, in order, de-duplicated;
 6. R@1/5/10, Hit@5, MRR (within 50), SessR@1/3, empty rate, p50/p95 latency, build time,
-   overall and per category (LoCoMo: adversarial reported on its own); for the queries that
-   carry ``stale`` docs (BEAM's knowledge_update: the message with the superseded fact), the
-   share whose first relevant doc ranks above the first stale one (``current>stale``; a
+   overall and per category (LoCoMo: adversarial reported on its own); the session-level view
+   (the doc list collapsed to sessions, as for SessR: SessHit@1, binary SessNDCG@5); for the
+   queries that carry ``stale`` docs (BEAM's knowledge_update: the message with the
+   superseded fact), the share whose first relevant doc ranks above the first stale one (``current>stale``; a
    stale doc not found counts as below).
 
 Usage::
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -125,6 +127,13 @@ def current_above_stale(ranked: list[str], relevant: set[str], stale: set[str]) 
     return first < min((where[d] for d in stale if d in where), default=len(ranked))
 
 
+def _ndcg(ranked: list[str], wanted: set[str], k: int) -> float:
+    """Binary NDCG@k of a ranked list of units against the wanted ones."""
+    dcg = sum(1 / math.log2(i + 2) for i, unit in enumerate(ranked[:k]) if unit in wanted)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(wanted))))
+    return dcg / ideal if ideal else 0.0
+
+
 def _recall(ranked: list[str], relevant: set[str], k: int) -> float:
     return len(relevant.intersection(ranked[:k])) / len(relevant)
 
@@ -144,11 +153,24 @@ def score_query(
         "MRR": 0.0 if first is None else 1.0 / (first + 1),
         "SessR@1": len(wanted.intersection(sessions[:1])) / len(wanted) if wanted else 0.0,
         "SessR@3": len(wanted.intersection(sessions[:3])) / len(wanted) if wanted else 0.0,
+        "SessHit@1": float(bool(sessions[:1]) and sessions[0] in wanted),
+        "SessNDCG@5": _ndcg(sessions, wanted, 5),
         "empty": float(not ranked),
     }
 
 
-METRICS = ("R@1", "R@5", "R@10", "Hit@5", "MRR", "SessR@1", "SessR@3", "empty")
+METRICS = (
+    "R@1",
+    "R@5",
+    "R@10",
+    "Hit@5",
+    "MRR",
+    "SessR@1",
+    "SessR@3",
+    "SessHit@1",
+    "SessNDCG@5",
+    "empty",
+)
 
 
 def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:

@@ -92,7 +92,8 @@ class RankConfig:
     date_after_weight: float = 0.5
     context_weight: float = 0.3
     context_top: int = 10
-    candidates: int = 30  # re-ranked at least; three per hit asked for when more
+    candidates: int = 30  # re-ranked at least; ``per_hit`` per hit asked for when more
+    per_hit: int = 2
     feedback: bool = True
     feedback_top: int = 2
     feedback_terms: int = 3
@@ -200,23 +201,29 @@ def _window_idf(found: list[tuple[list[int], float, int]], width: int) -> float:
     if len(found) == 2:
         (xs, x_idf, _), (ys, y_idf, _) = found
         return x_idf + y_idf if _gap(xs, ys) < width else max(x_idf, y_idf)
-    events = sorted((p, i) for i, (where, _, _) in enumerate(found) for p in where)
+    # Each position with its term's number in the low bits: one sort of plain ints.
+    events = sorted([p << 7 | i for i, (where, _, _) in enumerate(found) for p in where])
     counts = [0] * len(found)
     idfs = [f[1] for f in found]
+    total = sum(idfs)
     best = current = 0.0
     lo = 0
-    for pos, i in events:
+    for event in events:
+        i = event & 127
         if counts[i] == 0:
             current += idfs[i]
         counts[i] += 1
-        while events[lo][0] <= pos - width:
-            j = events[lo][1]
+        start = (event >> 7) - width
+        while events[lo] >> 7 <= start:
+            j = events[lo] & 127
             counts[j] -= 1
             if counts[j] == 0:
                 current -= idfs[j]
             lo += 1
         if current > best:
             best = current
+            if best >= total:
+                break
     return best
 
 

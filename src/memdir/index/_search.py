@@ -370,7 +370,7 @@ def _search(
     config = _rank.DEFAULT
     scale = {"": 1.0, "sub": config.subword_weight, "bi": config.bigram_weight}
     active = [term for term in active if scale[term.part] > 0]
-    wanted = max(config.candidates, limit * 3)
+    wanted = max(config.candidates, limit * config.per_hit)
     if len(active) == 1:
         per_term = wanted  # one term: every row holds it; take the newest
     else:
