@@ -14,8 +14,8 @@ Follows the protocol of the shared benchmark README exactly:
    overall and per category (LoCoMo: adversarial reported on its own); the session-level view
    (the doc list collapsed to sessions, as for SessR: SessHit@1, binary SessNDCG@5); for the
    queries that carry ``stale`` docs (BEAM's knowledge_update: the message with the
-   superseded fact), the share whose first relevant doc ranks above the first stale one (``current>stale``; a
-   stale doc not found counts as below).
+   superseded fact), the share whose first relevant doc ranks above the first stale one
+   (``current>stale``; a stale doc not found counts as below).
 
 Usage::
 
