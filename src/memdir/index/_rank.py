@@ -42,6 +42,7 @@ a few ``str.find`` calls, whatever its length.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -177,19 +178,18 @@ def _positions(where: dict[str, list[int]], term: tuple[str, ...]) -> list[int]:
 
 
 def _gap(xs: list[int], ys: list[int]) -> int:
-    """The smallest distance between a position of ``xs`` and one of ``ys`` (both sorted)."""
+    """The smallest distance between a position of ``xs`` and one of ``ys`` (both sorted):
+    each position of the shorter list is looked up in the longer one by bisection."""
+    if len(xs) > len(ys):
+        xs, ys = ys, xs
+    n = len(ys)
     best = abs(xs[0] - ys[0])
-    i = j = 0
-    while i < len(xs) and j < len(ys):
-        x, y = xs[i], ys[j]
-        if x < y:
-            best = min(best, y - x)
-            i += 1
-        else:
-            best = min(best, x - y)
-            j += 1
-        if best == 0:
-            break
+    for x in xs:
+        k = bisect_left(ys, x)
+        if k < n and ys[k] - x < best:
+            best = ys[k] - x
+        if k and x - ys[k - 1] < best:
+            best = x - ys[k - 1]
     return best
 
 
