@@ -9,13 +9,21 @@ SQLite and PostgreSQL; an index made before that is upgraded in place.
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memdir.index import MemoryIndex, SearchHit
+from memdir.index._engine import FileInfo, StoredRow
+from memdir.index._forms import word_key
+from memdir.index._rank import positions_of, query_words
 from memdir.index._schema import SCHEMA_VERSION
 from memdir.index._sqlite import SqliteEngine
+from memdir.index._text import fold
+from memdir.index._unit_terms import LONG, fast_tokens, unit_terms
 from memdir.workspace import Workspace
 
 DAY = "memory/2026-03-02.md"
@@ -69,25 +77,21 @@ def test_a_short_statement_of_the_fact_beats_a_long_answer_mentioning_every_word
     assert ANSWER in [hit.content for hit in hits]  # still found, below the fact
 
 
-def test_a_long_line_costs_a_search_no_more_than_once_indexed(ws: Workspace) -> None:
-    """The stored terms, not the text, are what a search reads: a row whose text was changed
-    behind the index's back still ranks by what was indexed."""
+def test_a_long_line_is_stored_with_where_its_words_stand(ws: Workspace) -> None:
+    """A search reads a long line's stored terms, not its text; a short line stores none."""
     _write(ws)
     with MemoryIndex(ws) as index:
         index.refresh()
-        before = _lines(index.search(QUESTION, limit=5))
-    path = ws.index_dir / "memory_index.db"
-    con = sqlite3.connect(path)
+    con = sqlite3.connect(ws.index_dir / "memory_index.db")
     try:
-        (words, terms) = con.execute(
-            "SELECT words, terms FROM units WHERE content = ?", (FACT,)
-        ).fetchone()
+        rows = con.execute("SELECT content, words, terms FROM units").fetchall()
+        stored = {content: (words, terms) for content, words, terms in rows}
     finally:
         con.close()
-    assert words == 12
-    assert "'oslo':" in terms and "'backup':" in terms
-    with MemoryIndex(ws) as index:
-        assert _lines(index.search(QUESTION, limit=5)) == before
+    words, terms = stored[ANSWER]
+    assert words > LONG
+    assert terms.startswith("'assist':1 ") and "'oslo':" in terms and "'backup':" in terms
+    assert stored[FACT] == (12, "")
 
 
 def _without_terms(path: Path) -> None:
@@ -119,7 +123,10 @@ def test_an_index_made_before_the_stored_terms_is_upgraded_in_place(ws: Workspac
     con = sqlite3.connect(path)
     try:
         assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert con.execute("SELECT count(*) FROM units WHERE terms = ''").fetchone()[0] == 0
+        counts = con.execute(
+            "SELECT sum(terms != ''), sum(words > ?) FROM units", (LONG,)
+        ).fetchone()
+        assert counts == (7, 7)  # the long answers, filled in from their text
     finally:
         con.close()
     with MemoryIndex(ws) as index:
@@ -143,3 +150,26 @@ def test_postgresql_ranks_long_lines_as_sqlite_does(tmp_path: Path, pg_url: str)
             ]
             assert [h.score for h in got] == pytest.approx([h.score for h in expected])
         assert on_files.search(QUESTION, limit=1)[0].content == FACT
+
+
+_WORDS = ["bought", "buy", "buying", "left", "leaves", "Oslo", "café", "数据", "库", "🎉", "v1.0"]
+
+
+@given(
+    st.lists(st.sampled_from([*_WORDS, "the", "x" * 3000, "and", "code"]), max_size=80),
+    st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4),
+)
+def test_a_line_read_again_gives_what_its_stored_terms_give(
+    words: list[str], asked: list[str]
+) -> None:
+    """The SQLite index reads a short line's text again where PostgreSQL reads its stored
+    terms: both must find the query's words at the same places."""
+    content = "- " + " ".join(words)
+    keys = list(dict.fromkeys(word_key(fold(t)) for w in asked for t in fast_tokens(w)))
+    query = query_words(keys)
+    count, terms = unit_terms(content)
+    info = FileInfo(id=1, path="memory/2026-03-02.md", mtime_ns=0, size=0, digest=b"",
+                    day=None, archived=False, curated=False)  # fmt: skip
+    row = StoredRow(rowid=1, file=info, line_number=1, line_end=1, head=0, heading=None,
+                    content=content, words=count)  # fmt: skip
+    assert positions_of(replace(row, terms=terms), query) == positions_of(row, query)

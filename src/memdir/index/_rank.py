@@ -48,20 +48,30 @@ from dataclasses import dataclass
 
 from memdir.index._dates import DateCue
 from memdir.index._engine import FileInfo, StoredRow
-from memdir.index._unit_terms import key_needles, positions_at, unit_terms
+from memdir.index._forms import key_stems
+from memdir.index._porter import stem
+from memdir.index._unit_terms import (
+    MAX_LEXEME,
+    MAX_POSITION,
+    MAX_POSITIONS,
+    fast_tokens,
+    key_needles,
+    positions_at,
+)
 from memdir.store.ledger import normalize_bullet
 
 __all__ = [
     "DEFAULT",
     "Holders",
+    "QueryWords",
     "RankConfig",
     "ScoredRow",
     "Scorer",
     "WeightedTerm",
     "finish",
     "idf",
-    "lookups",
     "positions_of",
+    "query_words",
 ]
 
 
@@ -136,21 +146,41 @@ Lookup = tuple[str, tuple[str, ...], Holders | None]
 its :data:`Holders` when known (a row at or above the floor not among them is not looked at)."""
 
 
-def lookups(keys: Sequence[str], holders: dict[str, Holders] | None = None) -> list[Lookup]:
-    """The :data:`Lookup` of each of ``keys`` (word keys)."""
+@dataclass(frozen=True, slots=True)
+class QueryWords:
+    """The words of a query as rows are searched for them (:func:`query_words`)."""
+
+    lookups: tuple[Lookup, ...]
+    keys_by_stem: dict[str, tuple[str, ...]]  # each stem of a form: the words it is a form of
+    prefixes: frozenset[str]  # their first two characters (Porter never changes those)
+
+
+def query_words(keys: Sequence[str], holders: dict[str, Holders] | None = None) -> QueryWords:
+    """:class:`QueryWords` of ``keys`` (:func:`~memdir.index._forms.word_key` of each word)."""
     known = holders or {}
-    return [(key, key_needles(key), known.get(key)) for key in keys]
+    by_stem: dict[str, tuple[str, ...]] = {}
+    for key in keys:
+        for lexeme in key_stems(key):
+            by_stem[lexeme] = (*by_stem.get(lexeme, ()), key)
+    return QueryWords(
+        tuple((key, key_needles(key), known.get(key)) for key in keys),
+        by_stem,
+        frozenset(lexeme[:2] for lexeme in by_stem),
+    )
 
 
-def positions_of(row: StoredRow, words: Sequence[Lookup]) -> tuple[int, dict[str, list[int]]]:
-    """Token count of a row and the positions of the query ``words`` in it (by word key),
-    read from what was stored with the row (:mod:`memdir.index._unit_terms`)."""
-    terms, length = row.terms, row.words
-    if not terms and row.content:  # a row built by hand, without its stored terms
-        length, terms = unit_terms(row.content)
+def positions_of(row: StoredRow, words: QueryWords) -> tuple[int, dict[str, list[int]]]:
+    """Token count of a row and the positions of the query ``words`` in it (by word key).
+
+    Read from the terms stored with the row (:mod:`memdir.index._unit_terms`), or from its
+    text when none were (a short line), with the same result.
+    """
+    terms = row.terms
+    if not terms:
+        return _scan(row.content, words)
     where: dict[str, list[int]] = {}
     rowid = row.rowid
-    for key, needles, known in words:
+    for key, needles, known in words.lookups:
         if known is not None and rowid >= known[1] and rowid not in known[0]:
             continue
         if len(needles) == 1:
@@ -163,7 +193,26 @@ def positions_of(row: StoredRow, words: Sequence[Lookup]) -> tuple[int, dict[str
             where[key] = [*map(int, terms[start : end if end >= 0 else None].split(","))]
         elif found := positions_at(terms, needles):
             where[key] = found
-    return length, where
+    return row.words, where
+
+
+def _scan(content: str, words: QueryWords) -> tuple[int, dict[str, list[int]]]:
+    """:func:`positions_of` read from a row's text: what :func:`unit_terms` would store of it
+    for the query's words (only tokens starting like one of them are stemmed)."""
+    tokens = fast_tokens(content)
+    prefixes, by_stem = words.prefixes, words.keys_by_stem
+    where: dict[str, list[int]] = {}
+    for i, token in enumerate(tokens, start=1):
+        if token[:2] not in prefixes:
+            continue
+        if len(token) * 4 >= MAX_LEXEME and len(token.encode()) >= MAX_LEXEME:
+            continue  # never stored
+        for key in by_stem.get(stem(token), ()):
+            found = where.setdefault(key, [])
+            at = min(i, MAX_POSITION)
+            if len(found) < MAX_POSITIONS and (not found or found[-1] != at):
+                found.append(at)
+    return len(tokens), where
 
 
 def _positions(where: dict[str, list[int]], term: tuple[str, ...]) -> list[int]:
@@ -254,7 +303,7 @@ class Scorer:
                     if known is None
                     else (known[0] | term.holders[0], max(known[1], term.holders[1]))
                 )
-        self._lookups = lookups(self.keys, self._holders)
+        self._words = query_words(self.keys, self._holders)
         idfs = sorted((term.idf for term in terms if not term.part), reverse=True)
         if config.coverage_terms:
             idfs = idfs[: config.coverage_terms]
@@ -284,7 +333,7 @@ class Scorer:
     def score(self, row: StoredRow) -> float:
         """Relevance of one row on its own (0: no query term in it)."""
         config = self.config
-        length, index = positions_of(row, self._lookups)
+        length, index = positions_of(row, self._words)
         if not index:
             return 0.0
         norm = config.k1 * (1 - config.b + config.b * (length or 1) / self.avgdl)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from memdir.index._fts import FTS_TABLE, PAIRS_TABLE, TOKENIZER, add_pairs, index_rows, merge
 from memdir.index._text import ANALYZER_VERSION
-from memdir.index._unit_terms import unit_terms
+from memdir.index._unit_terms import stored_terms
 
 __all__ = [
     "APPLICATION_ID",
@@ -125,7 +125,7 @@ def _v5(con: sqlite3.Connection) -> None:
     while batch := con.execute(read, (last,)).fetchall():
         con.executemany(
             "UPDATE units SET words = ?, terms = ? WHERE id = ?",
-            [(*unit_terms(content), rowid) for rowid, content in batch],
+            [(*stored_terms(content), rowid) for rowid, content in batch],
         )
         last = batch[-1][0]
 

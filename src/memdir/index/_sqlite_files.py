@@ -21,7 +21,7 @@ from memdir.index._fts import clear, index_rows, merge, segments, unindex_rows
 from memdir.index._markdown import ParsedFile, Unit, ends_in_fence, parse_markdown
 from memdir.index._paths import digest, ledger_day
 from memdir.index._schema import LINE_BITS, immediate, is_busy, is_unwritable
-from memdir.index._unit_terms import unit_terms
+from memdir.index._unit_terms import stored_terms
 
 __all__ = ["SqliteFiles", "file_range", "insert_units"]
 
@@ -33,7 +33,7 @@ def insert_units(con: sqlite3.Connection, units: Sequence[tuple[int, int, int, s
     (:func:`memdir.index._unit_terms.unit_terms`), and index their words."""
     con.executemany(
         "INSERT INTO units(id, line_end, head, content, words, terms) VALUES (?, ?, ?, ?, ?, ?)",
-        [(rowid, end, head, content, *unit_terms(content)) for rowid, end, head, content in units],
+        [(rowid, end, head, text, *stored_terms(text)) for rowid, end, head, text in units],
     )
     index_rows(con, [(rowid, content) for rowid, _, _, content in units])
 

@@ -26,6 +26,7 @@ from memdir.index._text import CJK_CHARS, text_tokens
 
 __all__ = [
     "GRAM",
+    "LONG",
     "MAX_LEXEME",
     "MAX_POSITION",
     "MAX_POSITIONS",
@@ -33,6 +34,7 @@ __all__ = [
     "key_needles",
     "key_positions",
     "positions_at",
+    "stored_terms",
     "unit_terms",
 ]
 
@@ -46,6 +48,9 @@ _MAX_LITERAL = 900_000  # bytes (a tsvector holds at most 1 MB)
 _CJK = re.compile(f"[{CJK_CHARS}]")
 GRAM = 4
 """The longest CJK n-gram stored as one lexeme (query words are mostly 2-4 characters)."""
+LONG = 64
+"""Tokens: the SQLite index stores the terms of a longer unit only (:func:`stored_terms`);
+a search reads a shorter one's text again, which costs no more than reading its terms."""
 
 # What unicode61 (and ``text_tokens``) makes of ASCII text: runs of letters and digits, case
 # folded. ``bytes.translate`` and ``split`` find them several times faster than the regex.
@@ -69,8 +74,9 @@ def _add(where: dict[str, list[int]], key: str, at: int) -> None:
         found.append(at)
 
 
-def _positions(tokens: list[str]) -> dict[str, list[int]]:
-    """Stemmed lexemes and their 1-based positions, with the CJK n-grams (see above)."""
+def _positions(tokens: list[str], *, grams: bool = True) -> dict[str, list[int]]:
+    """Stemmed lexemes and their 1-based positions, with the CJK n-grams (see above) unless
+    ``grams`` is false."""
     where: dict[str, list[int]] = {}
     run = ""  # the CJK characters just before, as consecutive tokens (at most GRAM - 1)
     for i, token in enumerate(tokens, start=1):
@@ -79,7 +85,7 @@ def _positions(tokens: list[str]) -> dict[str, list[int]]:
             continue
         at = min(i, MAX_POSITION)
         _add(where, stem(token), at)
-        if len(token) != 1 or _CJK.match(token) is None:
+        if not grams or len(token) != 1 or _CJK.match(token) is None:
             run = ""
             continue
         run += token
@@ -97,10 +103,21 @@ def _literal(where: dict[str, list[int]]) -> str:
     return literal
 
 
-def unit_terms(content: str) -> tuple[int, str]:
-    """``(token count, tsvector literal)`` of one unit's text."""
+def unit_terms(content: str, *, grams: bool = True) -> tuple[int, str]:
+    """``(token count, tsvector literal)`` of one unit's text (without the CJK n-grams
+    unless ``grams``: ranking never reads them)."""
     tokens = fast_tokens(content)
-    return len(tokens), _literal(_positions(tokens))
+    return len(tokens), _literal(_positions(tokens, grams=grams))
+
+
+def stored_terms(content: str) -> tuple[int, str]:
+    """``(token count, terms)`` as the SQLite index stores them: the terms of a unit of more
+    than :data:`LONG` tokens (:func:`unit_terms` without n-grams), else ``""``: a short line
+    is cheaper to read again than to store twice."""
+    tokens = fast_tokens(content)
+    if len(tokens) <= LONG:
+        return len(tokens), ""
+    return len(tokens), _literal(_positions(tokens, grams=False))
 
 
 @lru_cache(maxsize=16_384)
