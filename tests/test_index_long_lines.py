@@ -136,9 +136,17 @@ def test_an_index_made_before_the_stored_terms_is_upgraded_in_place(ws: Workspac
 def test_postgresql_ranks_long_lines_as_sqlite_does(tmp_path: Path, pg_url: str) -> None:
     local = Workspace(tmp_path / "ws", tz="UTC")
     remote = Workspace(pg_url, tz="UTC")
+    zh = "我们讨论了数据库迁移方案 🎉 先备份再切换，" * 30
     for ws in (local, remote):
         _write(ws)
-    queries = (QUESTION, "retry back-off jitter", "Oslo server Friday", "code first")
+        ws.write_text("memory/2026-03-03.md", f"- {zh}\n- 数据库迁移推迟到周五 🎉\n")
+    queries = (
+        QUESTION,
+        "retry back-off jitter",
+        "Oslo server Friday",
+        "code first",
+        "数据库迁移 🎉",
+    )
     with MemoryIndex(local) as on_files, MemoryIndex(remote) as in_pg:
         on_files.refresh()
         in_pg.refresh()
