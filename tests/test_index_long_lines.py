@@ -23,7 +23,7 @@ from memdir.index._rank import positions_of, query_words
 from memdir.index._schema import SCHEMA_VERSION
 from memdir.index._sqlite import SqliteEngine
 from memdir.index._text import fold
-from memdir.index._unit_terms import LONG, fast_tokens, unit_terms
+from memdir.index._unit_terms import LONG, fast_tokens, stored_terms, unit_terms
 from memdir.workspace import Workspace
 
 DAY = "memory/2026-03-02.md"
@@ -181,3 +181,18 @@ def test_a_line_read_again_gives_what_its_stored_terms_give(
     row = StoredRow(rowid=1, file=info, line_number=1, line_end=1, head=0, heading=None,
                     content=content, words=count)  # fmt: skip
     assert positions_of(replace(row, terms=terms), query) == positions_of(row, query)
+
+
+def _lexemes(literal: str) -> dict[str, str]:
+    return dict(item.rsplit(":", 1) for item in literal.split())
+
+
+@given(st.lists(st.sampled_from([*_WORDS, "runs", "running", "the", "x" * 600]), max_size=300))
+def test_sqlite_stores_a_long_lines_words_where_postgresql_does(words: list[str]) -> None:
+    """The terms SQLite stores for a long line are PostgreSQL's, less the CJK n-grams."""
+    content = " ".join(["padding"] * (LONG + 1) + words)
+    count, stored = stored_terms(content)
+    pg_count, pg_terms = unit_terms(content)
+    grams = {k for k in _lexemes(pg_terms) if len(k) > 3 and not k.strip("'").isascii()}
+    assert count == pg_count
+    assert _lexemes(stored) == {k: v for k, v in _lexemes(pg_terms).items() if k not in grams}
