@@ -111,12 +111,16 @@ class CorpusSpec:
         lines_per_file: non-blank lines per daily ledger (the last file may be shorter).
         seed: seed of every random choice.
         start: date of the first ledger.
+        long_every: every ``long_every``-th bullet is a long one (0: none), a page of prose
+            and code like an assistant's answer in a coding chat (:data:`LONG_BODIES`
+            bodies, about 3-4k characters).
     """
 
     lines: int
     lines_per_file: int = 2000
     seed: int = DEFAULT_SEED
     start: date = date(2025, 1, 1)
+    long_every: int = 0
 
     @property
     def files(self) -> int:
@@ -302,6 +306,10 @@ def extra_bullets(pools: TextPools, *, seed: int, count: int, day: date) -> list
     return [f"- {minute // 60:02d}:{minute % 60:02d} {_body(rng, pools)}" for _ in range(count)]
 
 
+LONG_BODIES = 24
+"""Bodies joined into one long bullet (half English, half mixed with code)."""
+
+
 def generate_file(pools: TextPools, spec: CorpusSpec, index: int, *, variant: int = 0) -> str:
     """Text of ledger ``index``; ``variant`` > 0 gives a different file with the same shape."""
     rng = random.Random(f"ledger:{spec.seed}:{index}:{variant}")
@@ -318,7 +326,12 @@ def generate_file(pools: TextPools, spec: CorpusSpec, index: int, *, variant: in
             out.append(f"## Memory Flush — {day.isoformat()}T{stamp}:{rng.randrange(60):02d}Z")
             next_heading = i + rng.randint(20, 80)
             continue
-        out.append(f"- {stamp} {_body(rng, pools)}")
+        if spec.long_every and i % spec.long_every == 0:
+            body = " ".join(_english_body(rng, pools) for _ in range(LONG_BODIES // 2))
+            body += " " + " ".join(_mixed_body(rng, pools) for _ in range(LONG_BODIES // 2))
+        else:
+            body = _body(rng, pools)
+        out.append(f"- {stamp} {body}")
     return "\n".join(out) + "\n"
 
 
@@ -339,6 +352,8 @@ def cached_corpus(pools: TextPools, spec: CorpusSpec, cache_root: Path) -> Path:
     Treat the result as read-only: copy it before modifying files.
     """
     key = f"corpus-{spec.lines}-{spec.lines_per_file}-{spec.seed}-{spec.start}-{pools.fingerprint}"
+    if spec.long_every:
+        key += f"-long{spec.long_every}"
     target = cache_root / key
     if (target / ".complete").is_file():
         return target

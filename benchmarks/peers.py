@@ -94,7 +94,9 @@ def _open_engines(
 
 def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:
     out = {m: statistics.fmean(r["metrics"][m] for r in rows) for m in SHOWN}
-    out["p50_ms"] = statistics.median(r["ms"] for r in rows)
+    lat = sorted(r["ms"] for r in rows)
+    out["p50_ms"] = statistics.median(lat)
+    out["p99_ms"] = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
     out["n"] = len(rows)
     return out
 
@@ -145,12 +147,15 @@ def run(
 def _print(results: list[dict[str, Any]]) -> None:
     for result in results:
         print(f"\n{result['dataset']} ({result['file']})\n")
-        print("| engine | group | n | " + " | ".join(SHOWN) + " | p50 ms |")
-        print("|---|---|---:|" + "---:|" * (len(SHOWN) + 1))
+        print("| engine | group | n | " + " | ".join(SHOWN) + " | p50 ms | p99 ms |")
+        print("|---|---|---:|" + "---:|" * (len(SHOWN) + 2))
         for name, groups in result["summaries"].items():
             for group, s in groups.items():
                 cells = " | ".join(f"{s[m]:.3f}" for m in SHOWN)
-                print(f"| {name} | {group} | {int(s['n'])} | {cells} | {s['p50_ms']:.2f} |")
+                print(
+                    f"| {name} | {group} | {int(s['n'])} | {cells} | {s['p50_ms']:.2f}"
+                    f" | {s['p99_ms']:.2f} |"
+                )
     print("\nR@5 (answerable questions), best of each set in bold:\n")
     names = list(dict.fromkeys(n for r in results for n in r["summaries"]))
     print("| engine | " + " | ".join(str(r["dataset"]) for r in results) + " |")

@@ -11,7 +11,11 @@ Follows the protocol of the shared benchmark README exactly:
 4. ``search(question, limit=50)`` with product defaults, no query rewriting;
 5. hits mapped to the doc ids of the lines they cover, in order, de-duplicated;
 6. R@1/5/10, Hit@5, MRR (within 50), SessR@1/3, empty rate, p50/p95 latency, build time,
-   overall and per category (LoCoMo: adversarial reported on its own).
+   overall and per category (LoCoMo: adversarial reported on its own); the session-level view
+   (the doc list collapsed to sessions, as for SessR: SessHit@1, binary SessNDCG@5); for the
+   queries that carry ``stale`` docs (BEAM's knowledge_update: the message with the
+   superseded fact), the share whose first relevant doc ranks above the first stale one
+   (``current>stale``; a stale doc not found counts as below).
 
 Usage::
 
@@ -29,6 +33,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -112,6 +117,23 @@ def ranked_docs(hits: list[Any], where: dict[tuple[str, int], str]) -> list[str]
     return ranked
 
 
+def current_above_stale(ranked: list[str], relevant: set[str], stale: set[str]) -> bool:
+    """Whether the first relevant doc ranks above the first stale one (a doc not found ranks
+    below every found one; neither found: not above)."""
+    where = {doc: i for i, doc in reversed(list(enumerate(ranked)))}
+    first = min((where[d] for d in relevant if d in where), default=None)
+    if first is None:
+        return False
+    return first < min((where[d] for d in stale if d in where), default=len(ranked))
+
+
+def _ndcg(ranked: list[str], wanted: set[str], k: int) -> float:
+    """Binary NDCG@k of a ranked list of units against the wanted ones."""
+    dcg = sum(1 / math.log2(i + 2) for i, unit in enumerate(ranked[:k]) if unit in wanted)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(wanted))))
+    return dcg / ideal if ideal else 0.0
+
+
 def _recall(ranked: list[str], relevant: set[str], k: int) -> float:
     return len(relevant.intersection(ranked[:k])) / len(relevant)
 
@@ -131,11 +153,24 @@ def score_query(
         "MRR": 0.0 if first is None else 1.0 / (first + 1),
         "SessR@1": len(wanted.intersection(sessions[:1])) / len(wanted) if wanted else 0.0,
         "SessR@3": len(wanted.intersection(sessions[:3])) / len(wanted) if wanted else 0.0,
+        "SessHit@1": float(bool(sessions[:1]) and sessions[0] in wanted),
+        "SessNDCG@5": _ndcg(sessions, wanted, 5),
         "empty": float(not ranked),
     }
 
 
-METRICS = ("R@1", "R@5", "R@10", "Hit@5", "MRR", "SessR@1", "SessR@3", "empty")
+METRICS = (
+    "R@1",
+    "R@5",
+    "R@10",
+    "Hit@5",
+    "MRR",
+    "SessR@1",
+    "SessR@3",
+    "SessHit@1",
+    "SessNDCG@5",
+    "empty",
+)
 
 
 def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:
@@ -144,6 +179,10 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:
     out["p50_ms"] = lat[len(lat) // 2]
     out["p95_ms"] = lat[min(len(lat) - 1, int(len(lat) * 0.95))]
     out["n"] = len(rows)
+    judged = [r["current_above_stale"] for r in rows if "current_above_stale" in r]
+    if judged:
+        out["current>stale"] = statistics.fmean(judged)
+        out["n_stale"] = len(judged)
     return out
 
 
@@ -182,16 +221,18 @@ def run(
                     hits = index.search(query["text"], limit=k)
                     ms = (time.perf_counter() - started) * 1000
                     ranked = ranked_docs(hits, where)
-                    rows.append(
-                        {
-                            "id": query["id"],
-                            "category": query.get("category") or "all",
-                            "ms": ms,
-                            "ranked": ranked[:LIMIT],
-                            "relevant": sorted(relevant),
-                            "metrics": score_query(ranked, relevant, session_of),
-                        }
-                    )
+                    row = {
+                        "id": query["id"],
+                        "category": query.get("category") or "all",
+                        "ms": ms,
+                        "ranked": ranked[:LIMIT],
+                        "relevant": sorted(relevant),
+                        "metrics": score_query(ranked, relevant, session_of),
+                    }
+                    if query.get("stale"):
+                        stale = set(query["stale"])
+                        row["current_above_stale"] = current_above_stale(ranked, relevant, stale)
+                    rows.append(row)
     answerable = [r for r in rows if r["category"] != ADVERSARIAL]
     summaries: dict[str, dict[str, float]] = {}
     if answerable:
@@ -230,6 +271,12 @@ def _print(result: dict[str, Any]) -> None:
     for name, s in result["summaries"].items():
         cells = "".join(f"{s[m]:>9.3f}" for m in METRICS)
         print(f"{name:<18}{int(s['n']):>6}{cells}  {s['p50_ms']:6.2f} {s['p95_ms']:6.2f}")
+    for name, s in result["summaries"].items():
+        if "current>stale" in s:
+            print(
+                f"{name}: first relevant above first stale in {s['current>stale']:.3f}"
+                f" of {int(s['n_stale'])} queries with a stale doc"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

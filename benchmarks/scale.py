@@ -302,6 +302,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--lines-per-file", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument(
+        "--long-every",
+        type=int,
+        default=0,
+        help="every Nth bullet a long one (a page of prose and code; 0: none)",
+    )
+    parser.add_argument(
         "--skip-baseline", action="append", default=[], choices=BASELINES, help="repeatable"
     )
     parser.add_argument(
@@ -331,7 +337,12 @@ def main(argv: list[str] | None = None) -> int:
     results = [
         run_size(
             pools,
-            CorpusSpec(lines=n, lines_per_file=args.lines_per_file, seed=args.seed),
+            CorpusSpec(
+                lines=n,
+                lines_per_file=args.lines_per_file,
+                seed=args.seed,
+                long_every=args.long_every,
+            ),
             per_count=args.queries,
             max_terms=args.max_terms,
             reps=args.reps,

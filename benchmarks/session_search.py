@@ -12,15 +12,23 @@ of ``search_sessions`` with 5 hits, and how many facts are in the top 1 and the 
 ``--postgres URL`` the same runs on a PostgreSQL workspace, whose session index is kept in
 memory and built by reading every log through the workspace.
 
+With ``--beam FILE`` (a memret/1 file of long chats, BEAM's) each chat is written as one
+session log instead, its messages dated by their batch, one workspace per chat, and each
+question of the chat is asked with ``search_sessions(limit=50)``; the hits (log lines) are
+mapped to the messages and scored as ``retrieval.py`` scores memory search (R@k, MRR, per
+category), with the search latency.
+
 Usage::
 
     python benchmarks/session_search.py [--sessions 100] [--messages 200] [--facts 100]
         [--postgres postgresql://...]
+    python benchmarks/session_search.py --beam $BENCH/beam/memret_100k.json [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import tempfile
@@ -155,6 +163,77 @@ def measure(ws: Any, asked: list[tuple[str, str]]) -> dict[str, Any]:
     }
 
 
+def run_beam(path: Path) -> dict[str, Any]:
+    """Session search over the chats of a memret/1 file, one log per chat (see above)."""
+    from datetime import UTC, datetime
+
+    from memdir.messages import Msg
+    from memdir.sessions import SessionIndex, SessionLog, search_sessions
+    from memdir.workspace import Workspace
+    from retrieval import METRICS, load_memret, score_query, sessions_of
+
+    _, corpora, by_corpus = load_memret(path)
+    rows: list[dict[str, Any]] = []
+    build_s = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for number, corpus in enumerate(corpora):
+            ws = Workspace(Path(tmp) / f"c{number}", tz="UTC")
+            docs = [d for d in corpus["docs"] if str(d.get("text") or "").strip()]
+            msgs = [
+                (Msg.user if d.get("speaker") == "user" else Msg.assistant)(
+                    str(d["text"]),
+                    created_at=datetime.fromisoformat(d["date"]).replace(tzinfo=UTC),
+                )
+                for d in docs
+            ]
+            SessionLog(ws, "chat").append(msgs, fsync=False)
+            line_doc = {line: d["id"] for line, d in enumerate(docs, start=1)}
+            session_of = sessions_of(corpus["docs"])
+            index = SessionIndex(ws)
+            started = time.perf_counter()
+            index.refresh()
+            build_s += time.perf_counter() - started
+            for query in by_corpus.get(corpus["id"], []):
+                relevant = set(query.get("relevant") or [])
+                if not relevant:
+                    continue
+                started = time.perf_counter()
+                hits = search_sessions(index, query["text"], limit=50)
+                ms = (time.perf_counter() - started) * 1000
+                ranked = list(dict.fromkeys(line_doc[h.line] for h in hits if h.line in line_doc))
+                rows.append(
+                    {
+                        "category": query.get("category") or "all",
+                        "ms": ms,
+                        "metrics": score_query(ranked, relevant, session_of),
+                    }
+                )
+            index.close()
+    groups: dict[str, list[dict[str, Any]]] = {"overall": rows}
+    for row in rows:
+        groups.setdefault(row["category"], []).append(row)
+    summaries: dict[str, dict[str, float]] = {}
+    for name, group in groups.items():
+        lat = sorted(r["ms"] for r in group)
+        summaries[name] = {m: statistics.fmean(r["metrics"][m] for r in group) for m in METRICS}
+        summaries[name] |= {
+            "n": len(group),
+            "p50_ms": statistics.median(lat),
+            "p99_ms": lat[min(len(lat) - 1, int(len(lat) * 0.99))],
+        }
+    return {"file": str(path), "build_s": build_s, "summaries": summaries}
+
+
+def _print_beam(result: dict[str, Any]) -> None:
+    print(f"session search over {result['file']} (index build {result['build_s']:.2f} s)\n")
+    shown = ("R@1", "R@5", "R@10", "MRR")
+    print("| group | n | " + " | ".join(shown) + " | p50 ms | p99 ms |")
+    print("|---|---:|" + "---:|" * (len(shown) + 2))
+    for name, s in result["summaries"].items():
+        cells = " | ".join(f"{s[m]:.3f}" for m in shown)
+        print(f"| {name} | {int(s['n'])} | {cells} | {s['p50_ms']:.2f} | {s['p99_ms']:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--sessions", type=int, default=100)
@@ -162,7 +241,15 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=100)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--postgres", metavar="URL", help="also run on this PostgreSQL workspace")
+    parser.add_argument("--beam", type=Path, metavar="FILE", help="a memret/1 file of chats")
+    parser.add_argument("--json", type=Path, help="with --beam: write the summaries here")
     args = parser.parse_args()
+    if args.beam:
+        result = run_beam(args.beam)
+        _print_beam(result)
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        return
     from memdir.workspace import Workspace
 
     stores: list[tuple[str, Any]] = []

@@ -10,6 +10,7 @@ import pytest
 
 from memdir.index import MemoryIndex
 from memdir.index._fts import PAIRS_TABLE, TOKENIZER
+from memdir.index._schema import SCHEMA_VERSION
 from memdir.index._sqlite import SqliteEngine
 from memdir.index._text import CJK_CHARS, index_body, index_pairs
 from memdir.workspace import Workspace
@@ -129,7 +130,7 @@ def test_an_index_of_a_previous_schema_is_upgraded_in_place(tmp_path, version) -
     engine.close()
     con = sqlite3.connect(path)
     try:
-        assert con.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert con.execute("SELECT id, path, digest FROM files").fetchall() == files  # not rebuilt
         (sql,) = con.execute("SELECT sql FROM sqlite_master WHERE name = 'fts'").fetchone()
         assert "detail=none" in sql

@@ -18,6 +18,7 @@ from memdir.index._porter import stem
 from memdir.index._schema import LINE_BITS
 from memdir.index._sqlite import SqliteEngine
 from memdir.index._text import text_tokens
+from memdir.index._unit_terms import fast_tokens
 from memdir.workspace import Workspace
 
 
@@ -135,12 +136,12 @@ def test_long_query_need_not_cover_every_term(ws: Workspace, index: MemoryIndex)
 @given(st.text(alphabet=st.characters(max_codepoint=127)))
 @example("Hello, WORLD_42 foo-bar\tbaz\x00qux\x1f end. ")
 def test_ascii_token_fast_path_equals_text_tokens(text: str) -> None:
-    assert _rank._tokens(text) == text_tokens(text)
+    assert fast_tokens(text) == text_tokens(text)
 
 
 def test_non_ascii_tokens_fall_back_to_text_tokens() -> None:
     for text in ("Café déjà vu", "数据库迁移 plan", "ＡＢＣ １２３", "naïve_user"):
-        assert _rank._tokens(text) == text_tokens(text)
+        assert fast_tokens(text) == text_tokens(text)
 
 
 def _engine(tmp_path: Path) -> SqliteEngine:

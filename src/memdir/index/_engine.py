@@ -93,17 +93,20 @@ class StoredRow:
     head: int  # line of the heading above (0: none); equal values = same section
     heading: str | None
     content: str
+    words: int = 0  # tokens in ``content``
+    terms: str = ""  # where each of them stands (:mod:`memdir.index._unit_terms`)
 
 
-UnitRow = tuple[int, int, int, str]
-"""A unit as an engine reads it: ``(row id, line_end, head, content)``."""
+UnitRow = tuple[int, int, int, str, int, str]
+"""A unit as an engine reads it for a search: ``(row id, line_end, head, content, words,
+terms)`` (the last two: :func:`memdir.index._unit_terms.unit_terms` of the content)."""
 
 _LINE_MASK = (1 << LINE_BITS) - 1
 
 
 def heading_ids(raw: Sequence[UnitRow]) -> list[int]:
     """Row ids of the headings the units of ``raw`` sit under, sorted."""
-    return sorted({(rowid & ~_LINE_MASK) | head for rowid, _, head, _ in raw if head})
+    return sorted({(row[0] & ~_LINE_MASK) | row[2] for row in raw if row[2]})
 
 
 def stored_rows(
@@ -111,7 +114,7 @@ def stored_rows(
 ) -> list[StoredRow]:
     """:class:`StoredRow` of each unit of ``raw`` whose file is in ``files``."""
     out: list[StoredRow] = []
-    for rowid, end, head, content in raw:
+    for rowid, end, head, content, words, terms in raw:
         info = files.get(rowid >> LINE_BITS)
         if info is None:
             continue
@@ -124,6 +127,8 @@ def stored_rows(
                 head=head,
                 heading=headings.get((rowid & ~_LINE_MASK) | head) if head else None,
                 content=content,
+                words=words,
+                terms=terms,
             )
         )
     return out

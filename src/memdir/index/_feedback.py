@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from memdir.index._engine import Engine, StoredRow
 from memdir.index._forms import word_key
 from memdir.index._query import Term, analyze_query
-from memdir.index._rank import RankConfig, Scorer, WeightedTerm, _tokens, idf
+from memdir.index._rank import RankConfig, Scorer, WeightedTerm, idf, positions_of, query_words
 from memdir.index._text import fold
 
 __all__ = ["with_feedback"]
@@ -96,13 +96,15 @@ def with_feedback(
     if own <= 0:
         return scores
     best = scores[top[0]]
-    asked = {word_key(token) for term in query_terms for token in term.tokens}
+    asked = query_words(
+        list({word_key(fold(token)) for term in query_terms for token in term.tokens})
+    )
     out = dict(scores)
     for rowid in wanted:
         row = rows.get(rowid)
         if row is None:
             continue
-        if out.get(rowid, 0.0) <= 0 and not asked.intersection(map(word_key, _tokens(row.content))):
+        if out.get(rowid, 0.0) <= 0 and not positions_of(row, asked)[1]:
             continue  # shares nothing with the question, not even a function word
         gain = scorer.score(row) / own
         if gain > 0:

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from memdir.index._porter import stem
 
-__all__ = ["form_prefixes", "word_forms", "word_key"]
+__all__ = ["key_stems", "word_forms", "word_key"]
 
 # Base form, then its irregular forms (past, past participle, plural).
 _TABLE = """
@@ -56,7 +56,6 @@ def _groups() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
 
 
 _BASE, _BY_KEY = _groups()
-_PREFIXES = {key: frozenset(word[:2] for word in words) for key, words in _BY_KEY.items()}
 
 
 @lru_cache(maxsize=65_536)
@@ -78,6 +77,11 @@ def word_forms(token: str) -> tuple[str, ...]:
     return (token, *(form for form in forms if stem(form) != own))
 
 
-def form_prefixes(key: str) -> frozenset[str]:
-    """First two letters of every form of the word whose :func:`word_key` is ``key``."""
-    return _PREFIXES.get(key) or frozenset((key[:2],))
+@lru_cache(maxsize=16_384)
+def key_stems(key: str) -> tuple[str, ...]:
+    """The Porter stems of every form of the word whose :func:`word_key` is ``key``: what the
+    index holds for it (``buy``, ``bought``)."""
+    forms = _BY_KEY.get(key)
+    if forms is None:
+        return (key,)
+    return tuple(dict.fromkeys((key, *(stem(form) for form in forms))))

@@ -22,65 +22,22 @@ import re
 from collections.abc import Sequence
 
 from memdir.index._porter import stem
-from memdir.index._rank import _tokens as fast_tokens
-from memdir.index._text import CJK_CHARS, fold, text_tokens
+from memdir.index._text import CJK_CHARS, fold
+from memdir.index._unit_terms import GRAM, MAX_LEXEME, unit_terms
 
 __all__ = ["GRAM", "MAX_LEXEME", "lexemes_of", "tsquery_of", "tsvector_of"]
 
-MAX_LEXEME = 2_000
-"""Bytes: a longer token is not stored (PostgreSQL refuses a lexeme of 2 kB or more)."""
-_MAX_LITERAL = 900_000  # bytes (a tsvector holds at most 1 MB)
 _CJK = re.compile(f"[{CJK_CHARS}]")
-GRAM = 4
-"""The longest CJK n-gram stored as one lexeme (query words are mostly 2-4 characters)."""
-# PostgreSQL itself keeps at most 256 positions per lexeme and clamps them to 16,383.
 
 
 def _quoted(token: str) -> str:
     return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def _positions(tokens: list[str]) -> dict[str, list[int]]:
-    """Stemmed lexemes and their 1-based positions, with the CJK n-grams (see above)."""
-    where: dict[str, list[int]] = {}
-    run = ""  # the CJK characters just before, as consecutive tokens (at most GRAM - 1)
-    for i, token in enumerate(tokens, start=1):
-        if len(token) * 4 >= MAX_LEXEME and len(token.encode()) >= MAX_LEXEME:
-            run = ""
-            continue
-        key = stem(token)
-        found = where.get(key)
-        if found is None:
-            where[key] = [i]
-        else:
-            found.append(i)
-        if len(token) != 1 or _CJK.match(token) is None:
-            run = ""
-            continue
-        run += token
-        for n in range(2, len(run) + 1):
-            gram = run[-n:]
-            found = where.get(gram)
-            if found is None:
-                where[gram] = [i - n + 1]
-            else:
-                found.append(i - n + 1)
-        run = run[-(GRAM - 1) :]
-    return where
-
-
 def tsvector_of(content: str) -> tuple[int, str]:
-    """``(token count, tsvector literal)`` of one unit's text."""
-    tokens = fast_tokens(content) if content.isascii() else text_tokens(content)
-    return len(tokens), _literal(_positions(tokens))
-
-
-def _literal(where: dict[str, list[int]]) -> str:
-    # Lexemes are letters and digits only (no quote or backslash to escape).
-    literal = " ".join(f"'{key}':{','.join(map(str, at))}" for key, at in where.items())
-    if len(literal) > _MAX_LITERAL:
-        literal = literal[: literal.rfind(" ", 0, _MAX_LITERAL)]
-    return literal
+    """``(token count, tsvector literal)`` of one unit's text
+    (:func:`memdir.index._unit_terms.unit_terms`)."""
+    return unit_terms(content)
 
 
 def lexemes_of(tokens: Sequence[str]) -> list[str]:

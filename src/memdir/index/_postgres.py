@@ -64,7 +64,8 @@ def _reads(schema: str) -> dict[str, str]:
         f" (SELECT max(x.id) FROM {u} x WHERE x.ns = %s AND x.id < q.id AND x.id >= q.lo),"
         f" (SELECT min(x.id) FROM {u} x WHERE x.ns = %s AND x.id > q.id AND x.id < q.hi)"
         " FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS q(id, lo, hi)",
-        "fetch": f"SELECT id, line_end, head, content FROM {u} WHERE ns = %s AND id = ANY(%s)",
+        "fetch": f"SELECT id, line_end, head, content, words, terms::text FROM {u}"
+        " WHERE ns = %s AND id = ANY(%s)",
         "fetch_headings": f"SELECT id, text FROM {h} WHERE ns = %s AND id = ANY(%s)",
         "count_from": f"SELECT count(*) FROM {u} WHERE ns = %s AND id >= %s AND id < %s",
         "file_units": f"SELECT id, line_end, head, content FROM {u}"

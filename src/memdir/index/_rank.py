@@ -7,7 +7,13 @@ The engine finds a few hundred candidates cheaply; this module scores them preci
 * **coverage**: the BM25 sum is scaled by the share of the query's idf mass the span contains,
   so a line that answers the whole question beats one that repeats a single word (the mass of
   the ``coverage_terms`` rarest terms counts as full: a pasted dialogue needs no line that
-  covers most of its words);
+  covers most of its words). In a line longer than ``window`` tokens only the words that
+  stand together within ``window`` tokens count: a page of an answer holds every word of a
+  question somewhere, and that is no sign it answers it;
+* **length**: a line longer than ``length_free`` tokens is scored ``(length_free /
+  length) ** length_power`` of what it earns (BM25's own length norm is relative to the
+  average line, which long lines raise): the short line that states a fact beats the page
+  that mentions its words, and a page still ranks when nothing shorter matches;
 * **proximity**: matched terms standing close together earn a bonus (BM25TP-style);
 * **recency**: spans from recent daily files get a small boost, relative to the newest day in
   the index (not the wall clock, so an old archive ranks the same today and next year);
@@ -27,21 +33,46 @@ The engine finds a few hundred candidates cheaply; this module scores them preci
 
 Each feature can be switched off in :class:`RankConfig`; ``benchmarks/retrieval.py --ablate``
 measures what each contributes.
+
+A row's length and the positions of its words are read from what was stored with it when it
+was indexed (:mod:`memdir.index._unit_terms`), never from its text: scoring a candidate costs
+a few ``str.find`` calls, whatever its length.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memdir.index._dates import DateCue
 from memdir.index._engine import FileInfo, StoredRow
-from memdir.index._forms import form_prefixes, word_key
-from memdir.index._text import text_tokens
+from memdir.index._forms import key_stems
+from memdir.index._porter import stem
+from memdir.index._unit_terms import (
+    MAX_LEXEME,
+    MAX_POSITION,
+    MAX_POSITIONS,
+    fast_tokens,
+    key_needles,
+    positions_at,
+)
 from memdir.store.ledger import normalize_bullet
 
-__all__ = ["DEFAULT", "RankConfig", "ScoredRow", "Scorer", "WeightedTerm", "finish", "idf"]
+__all__ = [
+    "DEFAULT",
+    "Holders",
+    "QueryWords",
+    "RankConfig",
+    "ScoredRow",
+    "Scorer",
+    "WeightedTerm",
+    "finish",
+    "idf",
+    "positions_of",
+    "query_words",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,13 +103,17 @@ class RankConfig:
     date_after_weight: float = 0.5
     context_weight: float = 0.3
     context_top: int = 10
-    candidates: int = 30  # re-ranked at least; three per hit asked for when more
+    candidates: int = 30  # re-ranked at least; ``per_hit`` per hit asked for when more
+    per_hit: int = 2
     feedback: bool = True
     feedback_top: int = 2
     feedback_terms: int = 3
     feedback_weight: float = 0.3
     feedback_query_terms: int = 6
     postings_budget: int = 1_000
+    window: int = 32
+    length_free: int = 64
+    length_power: float = 0.75
 
 
 DEFAULT = RankConfig()
@@ -92,6 +127,7 @@ class WeightedTerm:
     idf: float
     weight: float
     part: bool = False  # a partial match: adds to BM25, not to coverage or proximity
+    holders: Holders | None = None  # a one-word term's rows, as far as they are known
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,37 +138,80 @@ class ScoredRow:
     row: StoredRow
 
 
-# What unicode61 (and ``text_tokens``) makes of ASCII text: runs of letters and digits, case
-# folded. ``bytes.translate`` and ``split`` find them several times faster than the regex.
-_ASCII_FOLD = bytes(
-    c + 32 if 65 <= c <= 90 else c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256)
-)
+Holders = tuple[frozenset[int], int]
+"""``(rows, floor)``: every row whose id is ``floor`` or more and that holds a word is one of
+``rows`` (a posting list read newest first, down to ``floor``; ``-1``: read whole)."""
+Lookup = tuple[str, tuple[str, ...], Holders | None]
+"""A query word as a row is searched for it: its word key, :func:`key_needles` of it, and
+its :data:`Holders` when known (a row at or above the floor not among them is not looked at)."""
 
 
-def _tokens(content: str) -> list[str]:
-    """:func:`text_tokens` of ``content`` (a fast path for ASCII text)."""
-    if content.isascii():
-        return content.encode().translate(_ASCII_FOLD).decode().split()
-    return text_tokens(content)
+@dataclass(frozen=True, slots=True)
+class QueryWords:
+    """The words of a query as rows are searched for them (:func:`query_words`)."""
+
+    lookups: tuple[Lookup, ...]
+    keys_by_stem: dict[str, tuple[str, ...]]  # each stem of a form: the words it is a form of
+    prefixes: frozenset[str]  # their first two characters (Porter never changes those)
 
 
-def _analyse(content: str, prefixes: frozenset[str]) -> tuple[int, dict[str, list[int]]]:
-    """Token count of a span and the positions of its tokens that may match a query term.
+def query_words(keys: Sequence[str], holders: dict[str, Holders] | None = None) -> QueryWords:
+    """:class:`QueryWords` of ``keys`` (:func:`~memdir.index._forms.word_key` of each word)."""
+    known = holders or {}
+    by_stem: dict[str, tuple[str, ...]] = {}
+    for key in keys:
+        for lexeme in key_stems(key):
+            by_stem[lexeme] = (*by_stem.get(lexeme, ()), key)
+    return QueryWords(
+        tuple((key, key_needles(key), known.get(key)) for key in keys),
+        by_stem,
+        frozenset(lexeme[:2] for lexeme in by_stem),
+    )
 
-    Only tokens sharing their first two characters with a form of a query word are keyed
-    (:func:`memdir.index._forms.word_key`): Porter stemming never changes the first two
-    letters, so the others cannot match.
+
+def positions_of(row: StoredRow, words: QueryWords) -> tuple[int, dict[str, list[int]]]:
+    """Token count of a row and the positions of the query ``words`` in it (by word key).
+
+    Read from the terms stored with the row (:mod:`memdir.index._unit_terms`), or from its
+    text when none were (a short line), with the same result.
     """
-    tokens = _tokens(content)
+    terms = row.terms
+    if not terms:
+        return _scan(row.content, words)
     where: dict[str, list[int]] = {}
-    for i, token in enumerate(tokens):
-        if token[:2] in prefixes:
-            key = word_key(token)
-            found = where.get(key)
-            if found is None:
-                where[key] = [i]
-            else:
-                found.append(i)
+    rowid = row.rowid
+    for key, needles, known in words.lookups:
+        if known is not None and rowid >= known[1] and rowid not in known[0]:
+            continue
+        if len(needles) == 1:
+            needle = needles[0]
+            start = terms.find(needle)
+            if start < 0:
+                continue
+            start += len(needle)
+            end = terms.find(" ", start)
+            where[key] = [*map(int, terms[start : end if end >= 0 else None].split(","))]
+        elif found := positions_at(terms, needles):
+            where[key] = found
+    return row.words, where
+
+
+def _scan(content: str, words: QueryWords) -> tuple[int, dict[str, list[int]]]:
+    """:func:`positions_of` read from a row's text: what :func:`unit_terms` would store of it
+    for the query's words (only tokens starting like one of them are stemmed)."""
+    tokens = fast_tokens(content)
+    prefixes, by_stem = words.prefixes, words.keys_by_stem
+    where: dict[str, list[int]] = {}
+    for i, token in enumerate(tokens, start=1):
+        if token[:2] not in prefixes:
+            continue
+        if len(token) * 4 >= MAX_LEXEME and len(token.encode()) >= MAX_LEXEME:
+            continue  # never stored
+        for key in by_stem.get(stem(token), ()):
+            found = where.setdefault(key, [])
+            at = min(i, MAX_POSITION)
+            if len(found) < MAX_POSITIONS and (not found or found[-1] != at):
+                found.append(at)
     return len(tokens), where
 
 
@@ -145,6 +224,56 @@ def _positions(where: dict[str, list[int]], term: tuple[str, ...]) -> list[int]:
         return []
     following = [set(r or ()) for r in rest]
     return [p for p in starts if all(p + k in s for k, s in enumerate(following, start=1))]
+
+
+def _gap(xs: list[int], ys: list[int]) -> int:
+    """The smallest distance between a position of ``xs`` and one of ``ys`` (both sorted):
+    each position of the shorter list is looked up in the longer one by bisection."""
+    if len(xs) > len(ys):
+        xs, ys = ys, xs
+    n = len(ys)
+    best = abs(xs[0] - ys[0])
+    for x in xs:
+        k = bisect_left(ys, x)
+        if k < n and ys[k] - x < best:
+            best = ys[k] - x
+        if k and x - ys[k - 1] < best:
+            best = x - ys[k - 1]
+    return best
+
+
+def _window_idf(found: list[tuple[list[int], float, int]], width: int) -> float:
+    """The most idf of distinct matched terms standing within ``width`` tokens of each other
+    (``found``: each term's sorted positions, idf and number; a sliding window)."""
+    if max(f[0][-1] for f in found) - min(f[0][0] for f in found) < width:
+        return sum(f[1] for f in found)  # all of them within one window
+    if len(found) == 2:
+        (xs, x_idf, _), (ys, y_idf, _) = found
+        return x_idf + y_idf if _gap(xs, ys) < width else max(x_idf, y_idf)
+    # Each position with its term's number in the low bits: one sort of plain ints.
+    events = sorted([p << 7 | i for i, (where, _, _) in enumerate(found) for p in where])
+    counts = [0] * len(found)
+    idfs = [f[1] for f in found]
+    total = sum(idfs)
+    best = current = 0.0
+    lo = 0
+    for event in events:
+        i = event & 127
+        if counts[i] == 0:
+            current += idfs[i]
+        counts[i] += 1
+        start = (event >> 7) - width
+        while events[lo] >> 7 <= start:
+            j = events[lo] & 127
+            counts[j] -= 1
+            if counts[j] == 0:
+                current -= idfs[j]
+            lo += 1
+        if current > best:
+            best = current
+            if best >= total:
+                break
+    return best
 
 
 class Scorer:
@@ -161,9 +290,20 @@ class Scorer:
     ) -> None:
         self.terms = terms
         self.dates = dates or None  # an empty cue names no day
-        self.prefixes = frozenset(
-            prefix for term in terms for token in term.tokens for prefix in form_prefixes(token)
-        )
+        self.keys = tuple(dict.fromkeys(token for term in terms for token in term.tokens))
+        # The rows known to hold a key (one-word terms, from their posting lists).
+        self._holders: dict[str, Holders] = {}
+        multi = {token for term in terms if len(term.tokens) > 1 for token in term.tokens}
+        for term in terms:
+            key = term.tokens[0]
+            if term.holders is not None and len(term.tokens) == 1 and key not in multi:
+                known = self._holders.get(key)
+                self._holders[key] = (
+                    term.holders
+                    if known is None
+                    else (known[0] | term.holders[0], max(known[1], term.holders[1]))
+                )
+        self._words = query_words(self.keys, self._holders)
         idfs = sorted((term.idf for term in terms if not term.part), reverse=True)
         if config.coverage_terms:
             idfs = idfs[: config.coverage_terms]
@@ -193,7 +333,7 @@ class Scorer:
     def score(self, row: StoredRow) -> float:
         """Relevance of one row on its own (0: no query term in it)."""
         config = self.config
-        length, index = _analyse(row.content, self.prefixes)
+        length, index = positions_of(row, self._words)
         if not index:
             return 0.0
         norm = config.k1 * (1 - config.b + config.b * (length or 1) / self.avgdl)
@@ -219,6 +359,8 @@ class Scorer:
         if bm25 <= 0:
             return 0.0
         score = bm25
+        if config.window and length > config.window and len(found) > 1:
+            matched_idf = _window_idf(found, config.window)
         if config.coverage and self.total_idf > 0:
             share = min(1.0, matched_idf / self.total_idf)
             score *= share**config.coverage_power
@@ -228,9 +370,11 @@ class Scorer:
                 for j in range(i + 1, len(found)):
                     if config.proximity_adjacent and found[j][2] != found[i][2] + 1:
                         continue
-                    gap = min(abs(a - b) for a in found[i][0] for b in found[j][0])
+                    gap = _gap(found[i][0], found[j][0])
                     bonus += min(found[i][1], found[j][1]) / (gap * gap if gap else 1)
             score += config.proximity_weight * bonus
+        if config.length_power and length > config.length_free:
+            score *= (config.length_free / length) ** config.length_power
         return score * self.prior(row)
 
     def prior(self, row: StoredRow) -> float:
@@ -273,11 +417,25 @@ def finish(
         return ranked[:limit]
     out: list[ScoredRow] = []
     seen: set[str] = set()
+    # Lines that read the same hold as many tokens, or one more (a numbered list marker): a
+    # line is normalised (a pass over its whole text) only when a shown one is about as long.
+    pending: dict[int, list[StoredRow]] = {}  # shown, not normalised yet, by token count
+    normalised: set[int] = set()  # token counts of shown lines whose forms are in ``seen``
     for item in ranked:
-        key = normalize_bullet(item.row.content)
-        if key in seen:
-            continue
-        seen.add(key)
+        words = item.row.words
+        span = (words - 1, words, words + 1)
+        if any(n in pending or n in normalised for n in span):
+            for n in span:
+                for row in pending.pop(n, ()):
+                    seen.add(normalize_bullet(row.content))
+                    normalised.add(n)
+            key = normalize_bullet(item.row.content)
+            if key in seen:
+                continue
+            seen.add(key)
+            normalised.add(words)
+        else:
+            pending.setdefault(words, []).append(item.row)
         out.append(item)
         if len(out) >= limit:
             break

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from memdir.index._fts import FTS_TABLE, PAIRS_TABLE, TOKENIZER, add_pairs, index_rows, merge
 from memdir.index._text import ANALYZER_VERSION
+from memdir.index._unit_terms import stored_terms
 
 __all__ = [
     "APPLICATION_ID",
@@ -112,7 +113,30 @@ def _v4(con: sqlite3.Connection) -> None:
     merge(con)
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4}
+def _v5(con: sqlite3.Connection) -> None:
+    # What ranking reads of each unit, stored beside it (memdir.index._unit_terms): its token
+    # count and where each stemmed token stands, filled from units.
+    have = {row[1] for row in con.execute("PRAGMA table_info(units)")}
+    for column in ("words INTEGER NOT NULL DEFAULT 0", "terms TEXT NOT NULL DEFAULT ''"):
+        if column.split()[0] not in have:
+            con.execute(f"ALTER TABLE units ADD COLUMN {column}")
+    last = -1
+    read = "SELECT id, content FROM units WHERE id > ? ORDER BY id LIMIT 10000"
+    while batch := con.execute(read, (last,)).fetchall():
+        con.executemany(
+            "UPDATE units SET words = ?, terms = ? WHERE id = ?",
+            [(*stored_terms(content), rowid) for rowid, content in batch],
+        )
+        last = batch[-1][0]
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _v1,
+    2: _v2,
+    3: _v3,
+    4: _v4,
+    5: _v5,
+}
 """Schema steps by the version they produce; each runs once, inside one transaction."""
 SCHEMA_VERSION = max(MIGRATIONS)
 _TABLES = frozenset({"meta", "files", "units", "headings", "fts", "pairs"})

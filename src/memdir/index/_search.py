@@ -370,7 +370,7 @@ def _search(
     config = _rank.DEFAULT
     scale = {"": 1.0, "sub": config.subword_weight, "bi": config.bigram_weight}
     active = [term for term in active if scale[term.part] > 0]
-    wanted = max(config.candidates, limit * 3)
+    wanted = max(config.candidates, limit * config.per_hit)
     if len(active) == 1:
         per_term = wanted  # one term: every row holds it; take the newest
     else:
@@ -379,6 +379,8 @@ def _search(
     main: list[tuple[Term, int, float]] = []
     lists: list[tuple[list[int], float]] = []
     found = [(term, ids) for term in active if (ids := _term_rowids(engine, term, per_term))]
+    # Below which row id each list may have missed rows (it was cut short there), or -1.
+    floors = [ids[-1] if len(ids) >= per_term else -1 for _, ids in found]
     dfs = _estimate_dfs(engine, [ids for _, ids in found], per_term, total)
     cue = None
     if config.dates:
@@ -389,12 +391,15 @@ def _search(
             after_weight=config.date_after_weight,
         )
         found = _with_dated_rows(engine, found, cue, per_term) if cue else found
-    for (term, ids), df in zip(found, dfs, strict=True):
+    for (term, ids), df, floor in zip(found, dfs, floors, strict=True):
+        # A plain word's list holds every row from its floor up that holds the word.
+        plain = len(term.tokens) == 1 and not term.cjk and len(_phrases(term)) == 1
         wt = WeightedTerm(
             tuple(word_key(fold(token)) for token in term.tokens),
             idf(df, total),
             scale[term.part] * (1 + config.query_tf * math.log(term.count)),
             part=bool(term.part),
+            holders=(frozenset(ids), floor) if plain else None,
         )
         weighted.append(wt)
         lists.append((ids, wt.idf * wt.weight))

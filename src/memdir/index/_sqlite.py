@@ -10,7 +10,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from memdir.index._engine import FileInfo, StoredRow, stored_rows
+from memdir.index._engine import FileInfo, StoredRow, UnitRow, stored_rows
 from memdir.index._fts import integrity_check, match_rowids
 from memdir.index._markdown import ParsedFile
 from memdir.index._schema import (
@@ -242,19 +242,19 @@ class SqliteEngine(SqliteFiles):
         """Stored rows for ``rowids`` (missing ids skipped), with file and heading."""
         files = self._by_id()
         con = self._con
-        raw: list[tuple[int, int, int, str]] = []
+        raw: list[UnitRow] = []
         headings: dict[int, str] = {}
         shift = LINE_BITS
         for i in range(0, len(rowids), _CHUNK):
             chunk = rowids[i : i + _CHUNK]
             rows = con.execute(
-                "SELECT u.id, u.line_end, u.head, u.content, h.text FROM units u"
+                "SELECT u.id, u.line_end, u.head, u.content, u.words, u.terms, h.text FROM units u"
                 " LEFT JOIN headings h ON u.head != 0 AND h.id = ((u.id >> ?) << ?) | u.head"
                 f" WHERE u.id IN ({','.join('?' * len(chunk))})",
                 (shift, shift, *chunk),
             )
-            for rowid, end, head, content, heading in rows:
-                raw.append((rowid, end, head, content))
+            for rowid, end, head, content, words, terms, heading in rows:
+                raw.append((rowid, end, head, content, words, terms))
                 if heading is not None:
                     headings[((rowid >> shift) << shift) | head] = heading
         return stored_rows(raw, files, headings)

@@ -21,10 +21,21 @@ from memdir.index._fts import clear, index_rows, merge, segments, unindex_rows
 from memdir.index._markdown import ParsedFile, Unit, ends_in_fence, parse_markdown
 from memdir.index._paths import digest, ledger_day
 from memdir.index._schema import LINE_BITS, immediate, is_busy, is_unwritable
+from memdir.index._unit_terms import stored_terms
 
-__all__ = ["SqliteFiles", "file_range"]
+__all__ = ["SqliteFiles", "file_range", "insert_units"]
 
 logger = logging.getLogger("memdir.index")
+
+
+def insert_units(con: sqlite3.Connection, units: Sequence[tuple[int, int, int, str]]) -> None:
+    """Store ``(row id, line_end, head, content)`` units, with what ranking reads of them
+    (:func:`memdir.index._unit_terms.unit_terms`), and index their words."""
+    con.executemany(
+        "INSERT INTO units(id, line_end, head, content, words, terms) VALUES (?, ?, ?, ?, ?, ?)",
+        [(rowid, end, head, text, *stored_terms(text)) for rowid, end, head, text in units],
+    )
+    index_rows(con, [(rowid, content) for rowid, _, _, content in units])
 
 
 def file_range(file_id: int) -> tuple[int, int]:
@@ -342,11 +353,7 @@ class SqliteFiles:
     def _insert_new(self, file_id: int, units: Sequence[Unit]) -> int:
         base = file_id << LINE_BITS
         con = self._con
-        con.executemany(
-            "INSERT INTO units(id, line_end, head, content) VALUES (?, ?, ?, ?)",
-            [(base | u.start, u.end, u.head, u.content) for u in units],
-        )
-        index_rows(con, [(base | u.start, u.content) for u in units])
+        insert_units(con, [(base | u.start, u.end, u.head, u.content) for u in units])
         return len(units)
 
     def _apply_diff(

@@ -35,9 +35,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memdir.errors import SessionLogError, WorkspaceError
-from memdir.index._fts import index_rows
 from memdir.index._schema import LINE_BITS, immediate, is_corruption
 from memdir.index._sqlite import SqliteEngine
+from memdir.index._sqlite_files import insert_units
 from memdir.messages import SUMMARY_NAME
 from memdir.messages._render import clip
 from memdir.sessions._catalog_db import FORMAT, SESSIONS_DB, discard, open_index
@@ -308,8 +308,7 @@ class SessionIndex:
             if text.strip():
                 units.append((base | lines, lines, 0, text))
                 extra.append((base | lines, msg.role, searchable(" ".join(tool_names(msg))), at))
-        con.executemany("INSERT INTO units(id, line_end, head, content) VALUES (?, ?, ?, ?)", units)
-        index_rows(con, [(rowid, text) for rowid, _, _, text in units])
+        insert_units(con, units)
         con.executemany("INSERT INTO session_units(id, role, tools, at) VALUES (?, ?, ?, ?)", extra)
         upto = state.upto + len(complete)
         day = None

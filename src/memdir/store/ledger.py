@@ -38,7 +38,8 @@ def normalize_bullet(text: str) -> str:
     if not isinstance(text, str):
         raise MemdirError(f"a bullet must be a string, not {type(text).__name__}")
     text = BULLET_MARKER.sub("", text.strip(), count=1)
-    return _SPACE.sub(" ", text).strip().casefold().rstrip(" .。!！")
+    # str.split() cuts at the characters ``\s`` matches, several times faster than the regex.
+    return " ".join(text.split()).casefold().rstrip(" .。!！")
 
 
 _LIST_ITEM = re.compile(r"^(\s{0,3})(?:[-*+•]|\d{1,3}[.)])\s+(.*)$")
