@@ -48,6 +48,7 @@ from memdir.memory._propose import propose
 from memdir.memory._remote import on_the_server
 from memdir.memory._sources import SourceBook
 from memdir.memory._state import ConsolidationState, FileMark, LedgerSlice, read_new_slices, sha256
+from memdir.forget import erasure_mark, resume_erasures, without_erased
 from memdir.memory._testpoint import pause_point
 from memdir.models import AUTO, ChatModel, Patience, check_patience, resolve_patience
 from memdir.provenance._records import MemoryRecord, load_memory_records, save_records
@@ -125,6 +126,8 @@ class _Run:
     files: list[str] = field(default_factory=list)
     history: str | None = None
     batches: int = 0
+    erasures: str = ""
+    """The erasure mark when the run began: a fact erased since must not come back."""
 
 
 class MemoryConsolidator:
@@ -227,6 +230,7 @@ class MemoryConsolidator:
 
     async def _run(self, lease: Lease, *, dry_run: bool) -> ConsolidationResult:
         ws = self.workspace
+        resume_erasures(ws)  # an erasure a crash interrupted is completed before any read
         state = ConsolidationState.load(ws)
         memory_bytes = _read_bytes(ws)
         settled = state.recover(sha256(memory_bytes) if memory_bytes is not None else None)
@@ -236,7 +240,7 @@ class MemoryConsolidator:
             log.info("MEMORY.md is missing; rebuilding it from every ledger, archive included")
             state.files = {}
         current = memory_bytes.decode("utf-8", errors="replace") if memory_bytes else ""
-        run = _Run(current)
+        run = _Run(current, erasures=erasure_mark(ws))
         slices = read_new_slices(ws, state, max_chars=self.max_input_chars)
         if not slices:
             return self._result(run, current, skipped="nothing_new", dry_run=dry_run)
@@ -398,6 +402,10 @@ class MemoryConsolidator:
         if not lease.verify():
             log.warning("consolidation: lost the lease during the model call; nothing written")
             return "lease_lost"
+        if erasure_mark(ws) != run.erasures:
+            log.warning("consolidation: a fact was erased during the run; nothing written")
+            return "erased"
+        final = "\n".join(without_erased(ws, final.split("\n")))
         found = ws.read_versioned(MEMORY_MD)
         now_bytes = found.data if found is not None else None
         now_text = now_bytes.decode("utf-8", errors="replace") if now_bytes else ""

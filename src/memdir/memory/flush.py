@@ -34,6 +34,7 @@ from memdir.memory._entries import parse_bullets
 from memdir.memory._guards import flush_scaffold
 from memdir.memory._prompts import DEFAULT_FLUSH_PROMPT, flush_request
 from memdir.memory._remote import on_the_server
+from memdir.forget import resume_erasures, without_erased
 from memdir.memory._testpoint import pause_point
 from memdir.messages import SUMMARY_NAME, Msg
 from memdir.messages._msg import as_list
@@ -399,6 +400,10 @@ class MemoryFlushManager:
         # One lock across "what is known" and the append, so that two sessions extracting the
         # same fact at the same moment write it once.
         with ws.lock("flush-append"):
+            resume_erasures(ws)
+            allowed = without_erased(ws, bullets)  # a fact erased since it was read stays so
+            acc.dropped += len(bullets) - len(allowed)
+            bullets = allowed
             known = {b.key for b in parse_bullets(ws.read_text("MEMORY.md"))}
             known |= {b.key for b in parse_bullets(ws.read_text(rel))}
             fresh: list[str] = []
