@@ -109,6 +109,7 @@ def plant(ws: Workspace, tmp: Path) -> None:
     asyncio.run(flush.flush_memories(convo, session_id="default"))
     memory_add(f"The deploy snippet is:\n```\nrun_job --tag {CODE}\n```", workspace=ws)
     memory_add(f"Team mascot codename: {MIXED}.", workspace=ws)
+    memory_add(KEPT, workspace=ws)
     transcript = tmp / "transcript.json"
     transcript.write_text(
         json.dumps([
@@ -121,3 +122,25 @@ def plant(ws: Workspace, tmp: Path) -> None:
     asyncio.run(MemoryConsolidator(ws, ExtractiveModel()).consolidate())
     memory_add(f"Later note: {LATIN} rotates monthly.", workspace=ws)
     asyncio.run(MemoryConsolidator(ws, ExtractiveModel()).consolidate())
+
+
+def pg_dump(url: str) -> bytes:
+    """A ``pg_dump`` of the workspace's schema (``url`` carries ``?schema=``)."""
+    import subprocess
+    from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    schema = parse_qs(parts.query)["schema"][0]
+    base = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    return subprocess.run(
+        ["pg_dump", "--no-owner", "-n", schema, base], check=True, capture_output=True
+    ).stdout
+
+
+def scan_store(ws: Workspace, canaries: Iterable[str] = CANARIES) -> dict[str, list[str]]:
+    """Every place of the workspace's store holding a canary: files (directory) or a dump."""
+    if ws.is_local:
+        return scan_tree(ws.base, canaries)
+    assert ws.url is not None
+    got = hits(pg_dump(ws.url), canaries)
+    return {"pg_dump": got} if got else {}
