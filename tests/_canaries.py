@@ -36,9 +36,7 @@ KEPT = "The staging database runs on port 6543."
 def variants(canary: str) -> set[bytes]:
     """The canary as bytes, in each case and width (full-width forms) it could be stored."""
     forms = {canary, canary.lower(), canary.upper(), canary.casefold()}
-    wide = {
-        "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in form) for form in forms
-    }
+    wide = {"".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in form) for form in forms}
     out: set[bytes] = set()
     for form in forms | wide | {unicodedata.normalize("NFKD", f) for f in forms}:
         out.add(form.encode("utf-8"))
@@ -112,10 +110,12 @@ def plant(ws: Workspace, tmp: Path) -> None:
     memory_add(KEPT, workspace=ws)
     transcript = tmp / "transcript.json"
     transcript.write_text(
-        json.dumps([
-            {"role": "user", "content": f"Note for later: the alarm code is {LATIN}."},
-            {"role": "assistant", "content": "Noted."},
-        ]),
+        json.dumps(
+            [
+                {"role": "user", "content": f"Note for later: the alarm code is {LATIN}."},
+                {"role": "assistant", "content": "Noted."},
+            ]
+        ),
         encoding="utf-8",
     )
     ingest_sync([transcript], workspace=ws, session_id="imported", consolidate=False)

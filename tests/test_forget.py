@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from _canaries import CANARIES, KEPT, LATIN, MIXED, hits, plant, scan_store, scan_tree
 
+from _canaries import CANARIES, KEPT, LATIN, MIXED, hits, plant, scan_store, scan_tree
 from memdir.forget import Target, apply_forget, delete_namespace, plan_forget, resume_erasures
 from memdir.memory import MemoryConsolidator, MemoryFlushManager
 from memdir.messages import Msg
@@ -71,9 +71,7 @@ def test_a_cited_line_goes_and_the_ledger_says_something_was_erased(any_ws: Work
     memory_add(f"The vault word is {LATIN}.", workspace=any_ws)
     memory_add(KEPT, workspace=any_ws)
     rel = any_ws.ledger_rel()
-    line = next(
-        i for i, text in enumerate(any_ws.read_text(rel).split("\n"), 1) if LATIN in text
-    )
+    line = next(i for i, text in enumerate(any_ws.read_text(rel).split("\n"), 1) if LATIN in text)
     apply_forget(any_ws, plan_forget(any_ws, Target(citation=f"{rel}#L{line}")))
     ledger = any_ws.read_text(rel)
     assert LATIN not in ledger and KEPT in ledger
@@ -95,7 +93,7 @@ def test_a_consolidation_batch_read_before_the_erasure_writes_nothing(
 ) -> None:
     memory_add(f"The release codename is {MIXED}.", workspace=any_ws)
     consolidator = MemoryConsolidator(any_ws, ExtractiveModel())
-    real = consolidator._commit  # noqa: SLF001
+    real = consolidator._commit
 
     def erase_first(*args: object, **kwargs: object) -> str | None:
         _forget(any_ws, MIXED)  # the erasure lands while the model was working
@@ -180,9 +178,7 @@ def test_a_forget_killed_at_any_point_is_completed_by_the_next_run(
     assert resume_erasures(any_ws) == 0
 
 
-def test_a_namespace_delete_killed_half_way_is_completed(
-    any_ws: Workspace, tmp_path: Path
-) -> None:
+def test_a_namespace_delete_killed_half_way_is_completed(any_ws: Workspace, tmp_path: Path) -> None:
     plant(any_ws.namespaced("alice"), tmp_path)
     memory_add(KEPT, workspace=any_ws.namespaced("bob"))
     root = any_ws.url if any_ws.url is not None else str(any_ws.base)

@@ -129,7 +129,7 @@ def _revoke(root: Workspace, name: str) -> int:
     try:
         store = open_key_store(root)
         records = store.records()
-    except Exception:  # noqa: BLE001 - no server keys here (or no server extra)
+    except Exception:
         return 0
     now = root.utc_now()
     revoked = 0

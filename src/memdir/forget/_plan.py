@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,12 @@ class Target:
     citation: str | None = None
     search: str | None = None
     limit: int = 3
+
+    @classmethod
+    def of(cls, what: str) -> Target:
+        """A cited line when ``what`` reads as one (``memory/2026-11-30.md#L3``), else text."""
+        what = what.strip()
+        return cls(citation=what) if _CITATION.match(what) else cls(text=what)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +131,7 @@ def _lines_of(rel: str, text: str) -> Iterator[str]:
         yield from text.split("\n")
 
 
-def keys_for(
-    ws: Workspace, keyer: Keyer, facts: list[str]
-) -> tuple[set[str], set[str], set[str]]:
+def keys_for(ws: Workspace, keyer: Keyer, facts: list[str]) -> tuple[set[str], set[str], set[str]]:
     """The keyed hashes of every line holding one of ``facts``, the bullet ids of the erased
     ledger and ``MEMORY.md`` bullets, and the ids of the messages they came from."""
     needles = [fold(f.strip().lstrip("-*+• ").strip()) for f in facts]
@@ -179,8 +184,7 @@ def _curated_copies(ws: Workspace, keyer: Keyer, bullet_ids: set[str]) -> set[st
         for ident, record in records.items()
         if isinstance(record, dict)
         and any(
-            isinstance(s, dict) and s.get("id") in bullet_ids
-            for s in record.get("sources") or []
+            isinstance(s, dict) and s.get("id") in bullet_ids for s in record.get("sources") or []
         )
     }
     bullet_ids |= citing
@@ -203,10 +207,6 @@ def places_of(ws: Workspace, erasure: Erasure) -> list[Place]:
         if new is None:
             places.append(Place(rel, 0, deleted=True))
         elif new != data:
-            changed = sum(
-                1
-                for a, b in zip(data.split(b"\n"), new.split(b"\n"), strict=False)
-                if a != b
-            )
-            places.append(Place(rel, max(changed, 1), deleted=False))
+            gone = Counter(data.split(b"\n")) - Counter(new.split(b"\n"))
+            places.append(Place(rel, max(sum(gone.values()), 1), deleted=False))
     return places

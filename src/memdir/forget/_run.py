@@ -20,7 +20,6 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Final
 
 from memdir._testpoint import pause_point
@@ -128,7 +127,9 @@ def _erasure(
 
 
 def _marker(at: str, by: str, record: str) -> str:
-    return f"<!-- memdir: a fact was erased here at {at} at the request of {by} (erasure {record}) -->"
+    return (
+        f"<!-- memdir: a fact was erased here at {at} at the request of {by} (erasure {record}) -->"
+    )
 
 
 def apply_forget(ws: Workspace, plan: ForgetPlan, *, by: str = "person") -> ForgetReport:

@@ -58,7 +58,7 @@ def scrub_file(rel: str, data: bytes, erasure: Erasure) -> bytes | None:
         return None if erasure.hit(text) else data
     if rel.endswith(".jsonl"):
         out = _jsonl(rel, text, erasure)
-    elif rel.endswith(".json") or rel.endswith("_state"):
+    elif rel.endswith((".json", "_state")):
         out = _json_file(text, erasure)
     elif _LEDGER.match(rel):
         out = _lines(text, erasure, marker=erasure.marker)
@@ -144,9 +144,7 @@ def _value(value: Any, erasure: Erasure) -> Any:
     if isinstance(value, str):
         return erasure.strip(value) if erasure.hit(value) else value
     if isinstance(value, list):
-        return [
-            _value(v, erasure) for v in value if not (isinstance(v, str) and erasure.hit(v))
-        ]
+        return [_value(v, erasure) for v in value if not (isinstance(v, str) and erasure.hit(v))]
     if isinstance(value, dict):
         if "role" in value and "content" in value:
             return _message(value, erasure)

@@ -65,7 +65,7 @@ def scrub_index(ws: Workspace) -> None:
 
 def _prune_vectors(index: Any) -> None:
     """Drop the vectors of units that are gone (an erased line's embedding is its trace)."""
-    vectors = index._vectors  # noqa: SLF001 - the index's own store
+    vectors = index._vectors
     if not vectors.exists() or vectors.count() == 0:
         return
     embedder = index.embedder
@@ -81,7 +81,7 @@ def _prune_vectors(index: Any) -> None:
             for _, key, _ in file_texts(embedder.name, engine, info)
         }
 
-    vectors.prune(index._run(collect, writes=False))  # noqa: SLF001
+    vectors.prune(index._run(collect, writes=False))
 
 
 def vacuum_sqlite(path: Path) -> None:
@@ -137,4 +137,8 @@ def vacuum_postgres(ws: Workspace, tables: tuple[str, ...]) -> None:
     names = list(dict.fromkeys([*tables, *ns_tables(ws)]))
     for name in names:
         statement = sql.SQL("VACUUM {}").format(sql.Identifier(schema, name))
-        store.db.transaction(lambda cur, s=statement: cur.execute(s), autocommit=True)
+
+        def vacuum(cur: Any, statement: sql.Composed = statement) -> None:
+            cur.execute(statement)
+
+        store.db.transaction(vacuum, autocommit=True)

@@ -28,6 +28,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from memdir.errors import ConfigError
+from memdir.forget import erasure_mark, resume_erasures, without_erased
 from memdir.memory._budget import fit_budget
 from memdir.memory._checks import (
     check_callable,
@@ -48,7 +49,6 @@ from memdir.memory._propose import propose
 from memdir.memory._remote import on_the_server
 from memdir.memory._sources import SourceBook
 from memdir.memory._state import ConsolidationState, FileMark, LedgerSlice, read_new_slices, sha256
-from memdir.forget import erasure_mark, resume_erasures, without_erased
 from memdir.memory._testpoint import pause_point
 from memdir.models import AUTO, ChatModel, Patience, check_patience, resolve_patience
 from memdir.provenance._records import MemoryRecord, load_memory_records, save_records

@@ -21,6 +21,7 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from memdir.errors import ConfigError
+from memdir.forget import resume_erasures, without_erased
 from memdir.memory._answer import describe_error, parse_flush_answer, valid_unicode
 from memdir.memory._checks import (
     check_callable,
@@ -34,7 +35,6 @@ from memdir.memory._entries import parse_bullets
 from memdir.memory._guards import flush_scaffold
 from memdir.memory._prompts import DEFAULT_FLUSH_PROMPT, flush_request
 from memdir.memory._remote import on_the_server
-from memdir.forget import resume_erasures, without_erased
 from memdir.memory._testpoint import pause_point
 from memdir.messages import SUMMARY_NAME, Msg
 from memdir.messages._msg import as_list
