@@ -105,11 +105,12 @@ def _audit(root: Workspace, key: str, by: str) -> None:
 
 
 def _delete(root: Workspace, name: str, key: str) -> tuple[int, int]:
-    from memdir.sessions._search import close_session_indexes
-    from memdir.tools._core import close_shared_indexes
+    from memdir.sessions._search import close_session_index
+    from memdir.tools._core import close_shared_index
 
-    close_shared_indexes()
-    close_session_indexes()
+    doomed_ws = root.namespaced(name, create=False)
+    close_shared_index(doomed_ws)  # an open database would keep the deleted bytes on disk
+    close_session_index(doomed_ws)
     if root.is_local:
         tree = root.base / NAMESPACES_DIR / name
         doomed = root.base / NAMESPACES_DIR / f"{_ERASING}{key[:16]}"

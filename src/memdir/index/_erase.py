@@ -46,9 +46,9 @@ def scrub_index(ws: Workspace) -> None:
     freed (see the module notes)."""
     from memdir.index import MemoryIndex
     from memdir.sessions._search import shared_session_index
-    from memdir.tools._core import close_shared_indexes
+    from memdir.tools._core import close_shared_index
 
-    close_shared_indexes()  # a cached connection must not hold the old rows in a snapshot
+    close_shared_index(ws)  # a cached connection must not hold the old rows in a snapshot
     with MemoryIndex(ws) as index:
         index.refresh()
         _prune_vectors(index)

@@ -224,14 +224,14 @@ def bound_namespace(request: Request, ns: str) -> Bound:
     """The namespace of the path, checked against the key before the store is touched.
 
     A name that can never exist is a 422; a name outside the key's grant is the same 404 as
-    a namespace that does not exist. A write creates the namespace; a read of a missing one
-    is a 404.
+    a namespace that does not exist. A write creates the namespace (within the quota); a read
+    or a delete of a missing one is a 404.
     """
     principal = current_principal(request)
     check_reach(principal, ns)
     state = server_state(request)
     ws = state.pool.get(ns, create=False)
-    if ws is None and request.method not in SAFE_METHODS:  # a write creates it, within quota
+    if ws is None and request.method not in {*SAFE_METHODS, "DELETE"}:  # a write creates it
         state.usage.check_new_namespace(principal.tenant)
         ws = state.pool.get(ns, create=True)
         state.usage.add(principal.tenant, namespaces=1)
