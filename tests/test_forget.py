@@ -14,7 +14,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -188,3 +190,28 @@ def test_a_namespace_delete_killed_half_way_is_completed(any_ws: Workspace, tmp_
     assert resume_erasures(any_ws) == 1
     assert scan_store(any_ws) == {}
     assert "6543" in memory_search("staging database port", workspace=any_ws.namespaced("bob"))
+
+
+def test_a_line_appended_during_the_erasure_is_kept(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory_add(f"The vault word is {LATIN}.", workspace=ws)
+    rel = ws.ledger_rel()
+    plan = plan_forget(ws, Target(text=LATIN))
+    raced: list[str] = []
+
+    def racing(read: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(path: str, *args: Any, **kwargs: Any) -> Any:
+            found = read(path, *args, **kwargs)
+            if path == rel and not raced:  # another writer appends right after the read
+                raced.append(path)
+                ws.append_text(rel, f"- {KEPT}\n")
+            return found
+
+        return wrapped
+
+    monkeypatch.setattr(ws, "read_bytes", racing(ws.read_bytes))
+    monkeypatch.setattr(ws, "read_versioned", racing(ws.read_versioned))
+    apply_forget(ws, plan)
+    ledger = ws.read_text(rel)
+    assert raced and KEPT in ledger and LATIN not in ledger

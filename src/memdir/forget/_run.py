@@ -36,6 +36,7 @@ log = logging.getLogger("memdir.forget")
 
 JOURNAL_REL: Final = f"{FORGET_DIR}/journal.json"
 _LOCK: Final = "forget"
+_ATTEMPTS: Final = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,21 +216,10 @@ def _complete(ws: Workspace, journal: dict[str, Any]) -> ForgetReport:
     # Every file, not only those the preview listed: a write since (a flush, a log append)
     # may have copied a line, and a resumed run must find what is left wherever it is.
     for rel in files_of(ws):
-        try:
-            data = ws.read_bytes(rel)
-        except (FileNotFoundError, MemdirError):
+        outcome = _scrub_one(ws, rel, erasure)
+        if outcome is None:
             continue
-        new = scrub_file(rel, data, erasure)
-        if new is None:
-            ws.delete(rel)
-            deleted.append(rel)
-        elif new != data:
-            if rel.startswith("memory/") and rel.endswith(".md"):
-                _move_mark(ws, rel, data, erasure)
-            ws.write_bytes(rel, new)
-            files.append(rel)
-        else:
-            continue
+        (deleted if outcome else files).append(rel)
         pause_point("forget:file-scrubbed")
     pause_point("forget:before-index")
     from memdir.index._erase import scrub_index
@@ -243,6 +233,32 @@ def _complete(ws: Workspace, journal: dict[str, Any]) -> ForgetReport:
     return ForgetReport(
         erased=len(journal["keys"]), files=tuple(files), deleted=tuple(deleted), record=record
     )
+
+
+def _scrub_one(ws: Workspace, rel: str, erasure: Erasure) -> bool | None:
+    """Scrub one file: ``True`` deleted, ``False`` rewritten, ``None`` nothing to do.
+
+    The rewrite is a compare-and-swap on the version read, so a line appended meanwhile (a
+    session log, a ledger) is never lost: the file is read and scrubbed again.
+    """
+    for _ in range(_ATTEMPTS):
+        try:
+            found = ws.read_versioned(rel)
+        except MemdirError:
+            return None
+        if found is None:
+            return None
+        new = scrub_file(rel, found.data, erasure)
+        if new is None:
+            ws.delete(rel)
+            return True
+        if new == found.data:
+            return None
+        if rel.startswith("memory/") and rel.endswith(".md"):
+            _move_mark(ws, rel, found.data, erasure)
+        if ws.replace_if(rel, new, found.version):
+            return False
+    raise MemdirError(f"{rel} kept changing during the erasure; run the forget again")
 
 
 def _move_mark(ws: Workspace, rel: str, old: bytes, erasure: Erasure) -> None:
