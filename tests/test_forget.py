@@ -26,6 +26,7 @@ from memdir.memory import MemoryConsolidator, MemoryFlushManager
 from memdir.messages import Msg
 from memdir.models import ExtractiveModel
 from memdir.store.transfer import export_workspace
+from memdir.testing import FunctionModel, ModelCall
 from memdir.tools import memory_add, memory_get, memory_search, session_search
 from memdir.workspace import Workspace
 
@@ -90,21 +91,16 @@ def test_a_later_flush_or_consolidation_does_not_bring_it_back(any_ws: Workspace
     assert scan_store(any_ws, [LATIN]) == {}
 
 
-def test_a_consolidation_batch_read_before_the_erasure_writes_nothing(
-    any_ws: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_consolidation_batch_read_before_the_erasure_writes_nothing(any_ws: Workspace) -> None:
     memory_add(f"The release codename is {MIXED}.", workspace=any_ws)
-    consolidator = MemoryConsolidator(any_ws, ExtractiveModel())
-    real = consolidator._commit
 
-    def erase_first(*args: object, **kwargs: object) -> str | None:
-        _forget(any_ws, MIXED)  # the erasure lands while the model was working
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+    def model(call: ModelCall) -> str:
+        _forget(any_ws, MIXED)  # the erasure lands while the model is working on the batch
+        return f"# Memory\n\n- Codename on file: {MIXED}\n"  # reworded: no key matches it
 
-    monkeypatch.setattr(consolidator, "_commit", erase_first)
-    result = asyncio.run(consolidator.consolidate())
+    result = asyncio.run(MemoryConsolidator(any_ws, FunctionModel(model)).consolidate())
     assert not result.applied
-    assert MIXED not in any_ws.read_text("MEMORY.md")
+    assert scan_store(any_ws, [MIXED]) == {}
 
 
 def _namespace_bytes(ws: Workspace) -> dict[str, str]:

@@ -88,7 +88,8 @@ class ConsolidationResult:
         skipped: why nothing (more) was applied: ``"busy"``, ``"nothing_new"``,
             ``"model_error"``, ``"timeout"``, ``"blank_answer"``, ``"unusable_answer"``,
             ``"oversized_answer"``, ``"over_budget"``, ``"too_many_removals"``,
-            ``"memory_changed"``, ``"lease_lost"``; ``None`` when everything was applied.
+            ``"memory_changed"``, ``"lease_lost"``, ``"erased"`` (a fact was erased during
+            the run: it is read again next time); ``None`` when everything was applied.
         dry_run: nothing was written.
         text: the new ``MEMORY.md`` (also in a dry run), or ``None``.
         history_path: where the previous version was saved, or ``None``.
