@@ -568,8 +568,9 @@ PROVENANCE_TOOL_FUNCTIONS: Final[dict[str, Callable[..., str]]] = {"memory_why":
 """``memory_why``: offered by the MCP server; an application may add it to an agent's tools."""
 
 FORGET_TOOL_FUNCTIONS: Final[dict[str, Callable[..., str]]] = {"memory_forget": memory_forget}
-"""``memory_forget``: offered by no agent or server by default (it erases); an application
-may add it to an agent's tools, and ``create_server(allow_forget=True)`` serves it."""
+"""``memory_forget``: offered by no agent or server by default, and not dispatched by
+:func:`call_tool` (it erases); an application may add it to an agent's tools, and
+``create_server(allow_forget=True)`` serves it."""
 
 TOOL_DESCRIPTIONS: Final[dict[str, str]] = {
     name: _model_description(fn)
@@ -602,11 +603,8 @@ def call_tool(
     Returns:
         The tool's text, or ``Error: ...``.
     """
-    fn = (
-        ALL_TOOL_FUNCTIONS.get(name)
-        or PROVENANCE_TOOL_FUNCTIONS.get(name)
-        or FORGET_TOOL_FUNCTIONS.get(name)
-    )
+    # memory_forget is never dispatched here: a model must not reach it by naming it.
+    fn = ALL_TOOL_FUNCTIONS.get(name) or PROVENANCE_TOOL_FUNCTIONS.get(name)
     if fn is None:
         known_tools = ", ".join(ALL_TOOL_FUNCTIONS)
         return f"Error: unknown tool {name!r}; the memory tools are {known_tools}"
