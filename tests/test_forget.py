@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from _canaries import CANARIES, KEPT, LATIN, MIXED, hits, plant, scan_store, scan_tree
+from memdir import HarnessAgent
 from memdir.forget import Target, apply_forget, delete_namespace, plan_forget, resume_erasures
 from memdir.memory import MemoryConsolidator, MemoryFlushManager
 from memdir.messages import Msg
@@ -54,6 +55,14 @@ def test_forgotten_canaries_leave_no_byte_and_no_hit(any_ws: Workspace, tmp_path
     export_workspace(any_ws, out)
     assert scan_tree(out) == {}
     assert "6543" in memory_search("staging database port", workspace=any_ws)  # kept
+    again = HarnessAgent(
+        model=FunctionModel(lambda call: "ok"),
+        workspace=any_ws,
+        memory_flush=False,
+        maintenance=None,
+    )
+    resumed = " ".join(m.text for m in again.history())
+    assert "migration plan" in resumed and not hits(resumed.encode())  # it still loads
     erased = any_ws.read_text("memory/.forget/erased.jsonl")
     assert erased.count('"kind": "facts"') == len(CANARIES) and not hits(erased.encode())
 
@@ -211,3 +220,19 @@ def test_a_line_appended_during_the_erasure_is_kept(
     apply_forget(ws, plan)
     ledger = ws.read_text(rel)
     assert raced and KEPT in ledger and LATIN not in ledger
+
+
+def test_deleting_a_namespace_revokes_the_keys_bound_to_it(any_ws: Workspace) -> None:
+    from _server import create_key
+    from memdir.server.auth import open_key_store
+
+    root = any_ws.url if any_ws.url is not None else str(any_ws.base)
+    bound = create_key(root, "acme", "write", "--namespace", "acme.alice")
+    other = create_key(root, "acme", "write", "--namespace", "acme.bob")
+    wide = create_key(root, "acme", "admin")  # reaches every acme.* namespace: it stays
+    memory_add(KEPT, workspace=any_ws.namespaced("acme.alice"))
+    memory_add(KEPT, workspace=any_ws.namespaced("acme.bob"))
+    assert delete_namespace(any_ws, "acme.alice").keys_revoked == 1
+    store = open_key_store(any_ws)
+    revoked = {r.key_id: r.revoked_at is not None for r in store.records()}
+    assert revoked == {bound["key_id"]: True, other["key_id"]: False, wide["key_id"]: False}

@@ -120,7 +120,8 @@ def _json_file(text: str, erasure: Erasure) -> str:
         }
     if new == data:
         return text
-    return json.dumps(new, ensure_ascii=False, indent=1 if "\n" in text else None)
+    body = json.dumps(new, ensure_ascii=False, indent=1 if "\n" in text.rstrip() else None)
+    return body + "\n" if text.endswith("\n") else body
 
 
 def _cites(record: Any, ids: Collection[str]) -> bool:
