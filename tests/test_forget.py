@@ -236,3 +236,15 @@ def test_deleting_a_namespace_revokes_the_keys_bound_to_it(any_ws: Workspace) ->
     store = open_key_store(any_ws)
     revoked = {r.key_id: r.revoked_at is not None for r in store.records()}
     assert revoked == {bound["key_id"]: True, other["key_id"]: False, wide["key_id"]: False}
+
+
+def test_a_cited_line_takes_its_copies_not_every_line_that_contains_it(ws: Workspace) -> None:
+    memory_add("- Deploy on Fridays", workspace=ws)
+    memory_add("- Never deploy on Fridays before a holiday", workspace=ws)
+    ws.write_text("MEMORY.md", "# Memory\n\n- deploy on fridays.\n")  # a copy, re-cased
+    rel = ws.ledger_rel()
+    line = ws.read_text(rel).split("\n").index("- Deploy on Fridays") + 1
+    apply_forget(ws, plan_forget(ws, Target.of(f"{rel}#L{line}")))
+    assert "- Never deploy on Fridays before a holiday" in ws.read_text(rel)
+    assert "- Deploy on Fridays" not in ws.read_text(rel)
+    assert "fridays" not in ws.read_text("MEMORY.md")

@@ -131,10 +131,21 @@ def _lines_of(rel: str, text: str) -> Iterator[str]:
         yield from text.split("\n")
 
 
-def keys_for(ws: Workspace, keyer: Keyer, facts: list[str]) -> tuple[set[str], set[str], set[str]]:
-    """The keyed hashes of every line holding one of ``facts``, the bullet ids of the erased
-    ledger and ``MEMORY.md`` bullets, and the ids of the messages they came from."""
+def keys_for(
+    ws: Workspace, keyer: Keyer, facts: list[str], *, whole: bool = False
+) -> tuple[set[str], set[str], set[str]]:
+    """The keyed hashes of every line holding one of ``facts`` (``whole``: every line that
+    is one of them, compared as bullets are), the bullet ids of the erased ledger and
+    ``MEMORY.md`` bullets, and the ids of the messages they came from."""
     needles = [fold(f.strip().lstrip("-*+• ").strip()) for f in facts]
+    wanted = {keyer.key(f) for f in facts} - {""} if whole else set()
+
+    def holds(line: str) -> bool:
+        if whole:
+            return keyer.key(line) in wanted
+        folded = fold(line)
+        return any(n and n in folded for n in needles)
+
     keys: set[str] = set()
     ledger_ids: dict[str, set[str]] = {}
     bullet_ids: set[str] = set()
@@ -144,8 +155,7 @@ def keys_for(ws: Workspace, keyer: Keyer, facts: list[str]) -> tuple[set[str], s
         except (FileNotFoundError, MemdirError):
             continue
         for line in _lines_of(rel, text):
-            folded = fold(line)
-            if any(n and n in folded for n in needles) and (key := keyer.key(line)):
+            if holds(line) and (key := keyer.key(line)):
                 keys.add(key)
                 if (m := _LEDGER.match(rel)) is not None:
                     ledger_ids.setdefault(m[1], set()).add(bullet_id(line))

@@ -101,7 +101,12 @@ def plan_forget(ws: Workspace, target: Target) -> ForgetPlan:
     """
     facts = facts_of(ws, target)
     keyer = Keyer(ws)
-    keys, bullet_ids, message_ids = keys_for(ws, keyer, facts) if facts else (set(), set(), set())
+    # Text names every line that mentions it; a cited line or a hit is that line (and its
+    # copies): a short line such as "- TODO" must not take every line that says "todo".
+    whole = target.text is None
+    keys, bullet_ids, message_ids = (
+        keys_for(ws, keyer, facts, whole=whole) if facts else (set(), set(), set())
+    )
     if not keys:
         return ForgetPlan(facts=0, places=(), keys=frozenset(), store=_store_words(ws))
     erasure = _erasure(keyer, frozenset(keys), bullet_ids, message_ids, marker="")
