@@ -186,6 +186,7 @@ EXAMPLES: dict[str, tuple[dict[str, Any], Any]] = {
     "take_lock": ({}, {"token": LOCK_TOKEN}),
     "renew_lock": ({}, {"token": LOCK_TOKEN}),
     "release_lock": ({"token": LOCK_TOKEN}, None),
+    "delete_namespace": ({}, None),
 }
 # More of a route's example request than a query and a JSON body (headers, a raw body).
 EXTRAS: dict[str, dict[str, Any]] = {
@@ -208,7 +209,9 @@ PATH_PARAMS = {
     "name": "matrix",
 }
 # A route whose example needs other path parameters than PATH_PARAMS.
-ROUTE_PATH_PARAMS = {"list_dir": {"path": "notes"}}
+DOOMED = "acme.doomed"
+"""The namespace the owner's call of ``delete_namespace`` erases (the others stay)."""
+ROUTE_PATH_PARAMS = {"list_dir": {"path": "notes"}, "delete_namespace": {"ns": DOOMED}}
 
 
 @pytest.fixture(scope="module", params=["files", "postgres"])
@@ -222,6 +225,8 @@ def served(
             assert client.post(f"/v1/namespaces/{NS}/sessions/s1/messages", json=messages)
             note = f"/v1/namespaces/{NS}/store/files/notes/matrix.md"
             assert client.put(note, content=b"- matrix\n").is_success
+            doomed = f"/v1/namespaces/{DOOMED}/memories"
+            assert client.post(doomed, json={"text": "doomed fact"}).is_success
         yield served
 
 
@@ -261,3 +266,21 @@ def test_every_route_answers_the_authorisation_matrix(served: Served, tmp_path: 
         with served.client(owner[scope]) as allowed:
             response = allowed.request(method, path, params=query, json=body, **extra)
             assert response.is_success, (route.name, response.text)
+
+
+def test_a_namespace_deleted_over_http_is_gone_and_the_others_stay(served: Served) -> None:
+    gone = "acme.gone"
+    with served.client("acme_write") as writer:
+        assert writer.post(f"/v1/namespaces/{gone}/memories", json={"text": "gone fact"})
+        kept = {"text": "The ferret enclosure is cleaned on Tuesdays."}
+        assert writer.post(f"/v1/namespaces/{NS}/memories", json=kept).is_success
+    with served.client("acme_admin") as admin:
+        answer = admin.delete(f"/v1/namespaces/{gone}")
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["name"] == gone and answer.json()["files"] > 0
+        assert admin.get(f"/v1/namespaces/{gone}/ledgers").status_code == 404
+        assert admin.delete(f"/v1/namespaces/{gone}").status_code == 404
+        names = [n["name"] for n in admin.get("/v1/namespaces").json()["items"]]
+        assert gone not in names and NS in names
+        found = admin.get(f"/v1/namespaces/{NS}/search", params={"q": "ferret enclosure"})
+        assert found.is_success and "Tuesdays" in found.text

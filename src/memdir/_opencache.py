@@ -70,6 +70,13 @@ class OpenCache(Generic[_T]):
         for old in evicted:
             old.close()
 
+    def close(self, key: str) -> None:
+        """Close the object kept for ``key``, if any (it is made again on next use)."""
+        with self._lock:
+            item = self._items.pop(key, None)
+        if item is not None:
+            item.close()
+
     def close_all(self) -> None:
         """Close every object kept (they are made again on next use)."""
         with self._lock:

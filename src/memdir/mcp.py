@@ -32,6 +32,7 @@ from memdir.tools import (
     TOOL_DESCRIPTIONS,
     TOOL_SCHEMAS,
     memory_add,
+    memory_forget,
     memory_get,
     memory_search,
     memory_why,
@@ -66,6 +67,7 @@ _READ_ONLY = {
     "session_list": True,
     "session_history": True,
     "memory_why": True,
+    "memory_forget": False,
 }
 
 
@@ -111,6 +113,7 @@ def create_server(
     namespace: str | None = None,
     resolve: Callable[[bool], Workspace] | None = None,
     sdk_options: Mapping[str, Any] | None = None,
+    allow_forget: bool = False,
 ) -> Any:
     """Build (but do not run) an MCP server over one workspace.
 
@@ -125,6 +128,8 @@ def create_server(
             a :class:`~memdir.errors.MemdirError`) refuses the call with that message.
         sdk_options: more keyword arguments for the SDK's server class (for example its
             ``token_verifier`` and ``auth``).
+        allow_forget: also serve ``memory_forget`` (erases a fact everywhere; off by
+            default, never with ``read_only``).
 
     Returns:
         The SDK's server object (``MCPServer`` or ``FastMCP``); call ``run()`` on it, or hand
@@ -188,6 +193,12 @@ def create_server(
     def why(path: Annotated[Any, arg("memory_why", "path")] = None) -> str:
         return checked(memory_why(given("path", path), workspace=ws()))
 
+    def forget(
+        text: Annotated[Any, arg("memory_forget", "text")] = None,
+        confirm: Annotated[Any, arg("memory_forget", "confirm")] = False,
+    ) -> str:
+        return checked(memory_forget(given("text", text), confirm, workspace=ws(True)))
+
     def add(text: Annotated[Any, arg("memory_add", "text")] = None) -> str:
         return checked(memory_add(given("text", text), workspace=ws(True)))
 
@@ -230,6 +241,8 @@ def create_server(
         "session_history": history,
         "memory_why": why,
     }
+    if allow_forget:
+        wrappers["memory_forget"] = forget
     for name, fn in wrappers.items():
         if read_only and not _READ_ONLY[name]:
             continue
@@ -237,7 +250,7 @@ def create_server(
         if sdk.tool_annotations is not None:
             annotations = sdk.tool_annotations(
                 readOnlyHint=_READ_ONLY[name],
-                destructiveHint=False,
+                destructiveHint=name == "memory_forget",
                 idempotentHint=_READ_ONLY[name],
                 openWorldHint=False,
             )
@@ -275,6 +288,7 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     read_only: bool = False,
+    allow_forget: bool = False,
 ) -> None:
     """Run the MCP server until the client disconnects (stdio) or the process is stopped.
 
@@ -286,6 +300,7 @@ def serve(
         host: interface to listen on for ``http``: a loopback address or ``localhost``.
         port: port to listen on for ``http``.
         read_only: expose the tools that only read (all but ``memory_add``).
+        allow_forget: also expose ``memory_forget`` (see :func:`create_server`).
 
     Raises:
         ConfigError: the ``mcp`` package is not installed, or the transport, host or port is
@@ -293,7 +308,7 @@ def serve(
         WorkspaceError: the workspace cannot be opened.
     """
     check_transport(transport, host, port)
-    server = create_server(workspace, read_only=read_only)
+    server = create_server(workspace, read_only=read_only, allow_forget=allow_forget)
     if transport == "stdio":
         run_stdio(server)
         return

@@ -29,6 +29,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "db": ("_transfer_cmds", "db_group"),
     "demo": ("_demo", "demo"),
     "export": ("_transfer_cmds", "export_cmd"),
+    "forget": ("_forget_cmd", "forget_cmd"),
     "get": ("_search_cmds", "get_cmd"),
     "hook": ("_hook_cmd", "hook_cmd"),
     "import": ("_transfer_cmds", "import_cmd"),

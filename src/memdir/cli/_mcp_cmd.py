@@ -31,6 +31,11 @@ from memdir.cli._common import EXIT_HELP, CliState, info, pass_state
 @click.option(
     "--read-only", is_flag=True, help="Expose only the tools that read (all but memory_add)."
 )
+@click.option(
+    "--allow-forget",
+    is_flag=True,
+    help="Also expose memory_forget, which erases a fact everywhere (off by default).",
+)
 @pass_state
 def mcp_cmd(
     state: CliState,
@@ -38,6 +43,7 @@ def mcp_cmd(
     host: str,
     port: int,
     read_only: bool,
+    allow_forget: bool,
 ) -> None:
     """Run an MCP server exposing memory_search, memory_get and memory_add, and
     session_search, session_list and session_history over the past sessions.
@@ -55,4 +61,11 @@ def mcp_cmd(
     _sdk()  # without the mcp package, the error is all that is printed
     where = "stdio" if transport == "stdio" else f"http://{host}:{port}/mcp"
     info(f"memdir MCP server on {where}; workspace {ws.describe()}")
-    serve(ws, transport=transport, host=host, port=port, read_only=read_only)
+    serve(
+        ws,
+        transport=transport,
+        host=host,
+        port=port,
+        read_only=read_only,
+        allow_forget=allow_forget,
+    )

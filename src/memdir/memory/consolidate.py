@@ -28,6 +28,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from memdir.errors import ConfigError
+from memdir.forget import erasure_mark, resume_erasures, without_erased
 from memdir.memory._budget import fit_budget
 from memdir.memory._checks import (
     check_callable,
@@ -87,7 +88,8 @@ class ConsolidationResult:
         skipped: why nothing (more) was applied: ``"busy"``, ``"nothing_new"``,
             ``"model_error"``, ``"timeout"``, ``"blank_answer"``, ``"unusable_answer"``,
             ``"oversized_answer"``, ``"over_budget"``, ``"too_many_removals"``,
-            ``"memory_changed"``, ``"lease_lost"``; ``None`` when everything was applied.
+            ``"memory_changed"``, ``"lease_lost"``, ``"erased"`` (a fact was erased during
+            the run: it is read again next time); ``None`` when everything was applied.
         dry_run: nothing was written.
         text: the new ``MEMORY.md`` (also in a dry run), or ``None``.
         history_path: where the previous version was saved, or ``None``.
@@ -125,6 +127,8 @@ class _Run:
     files: list[str] = field(default_factory=list)
     history: str | None = None
     batches: int = 0
+    erasures: str = ""
+    """The erasure mark when the run began: a fact erased since must not come back."""
 
 
 class MemoryConsolidator:
@@ -227,6 +231,7 @@ class MemoryConsolidator:
 
     async def _run(self, lease: Lease, *, dry_run: bool) -> ConsolidationResult:
         ws = self.workspace
+        resume_erasures(ws)  # an erasure a crash interrupted is completed before any read
         state = ConsolidationState.load(ws)
         memory_bytes = _read_bytes(ws)
         settled = state.recover(sha256(memory_bytes) if memory_bytes is not None else None)
@@ -236,7 +241,7 @@ class MemoryConsolidator:
             log.info("MEMORY.md is missing; rebuilding it from every ledger, archive included")
             state.files = {}
         current = memory_bytes.decode("utf-8", errors="replace") if memory_bytes else ""
-        run = _Run(current)
+        run = _Run(current, erasures=erasure_mark(ws))
         slices = read_new_slices(ws, state, max_chars=self.max_input_chars)
         if not slices:
             return self._result(run, current, skipped="nothing_new", dry_run=dry_run)
@@ -398,6 +403,10 @@ class MemoryConsolidator:
         if not lease.verify():
             log.warning("consolidation: lost the lease during the model call; nothing written")
             return "lease_lost"
+        if erasure_mark(ws) != run.erasures:
+            log.warning("consolidation: a fact was erased during the run; nothing written")
+            return "erased"
+        final = "\n".join(without_erased(ws, final.split("\n")))
         found = ws.read_versioned(MEMORY_MD)
         now_bytes = found.data if found is not None else None
         now_text = now_bytes.decode("utf-8", errors="replace") if now_bytes else ""

@@ -21,6 +21,7 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from memdir.errors import ConfigError
+from memdir.forget import resume_erasures, without_erased
 from memdir.memory._answer import describe_error, parse_flush_answer, valid_unicode
 from memdir.memory._checks import (
     check_callable,
@@ -399,6 +400,10 @@ class MemoryFlushManager:
         # One lock across "what is known" and the append, so that two sessions extracting the
         # same fact at the same moment write it once.
         with ws.lock("flush-append"):
+            resume_erasures(ws)
+            allowed = without_erased(ws, bullets)  # a fact erased since it was read stays so
+            acc.dropped += len(bullets) - len(allowed)
+            bullets = allowed
             known = {b.key for b in parse_bullets(ws.read_text("MEMORY.md"))}
             known |= {b.key for b in parse_bullets(ws.read_text(rel))}
             fresh: list[str] = []

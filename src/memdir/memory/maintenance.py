@@ -462,6 +462,7 @@ _RETRY = frozenset(
         "unusable_answer",
         "lease_lost",
         "memory_changed",
+        "erased",
     }
 )
 

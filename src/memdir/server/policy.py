@@ -237,9 +237,9 @@ async def bound_namespace(request: Request, ns: str) -> Bound:
     """The namespace of the path, checked against the key before the store is touched.
 
     A name that can never exist is a 422; a name outside the key's grant is the same 404 as
-    a namespace that does not exist. A write creates the namespace; a read of a missing one
-    is a 404. A namespace this process has opened before is found without the store; only
-    a look at the store goes to a worker thread.
+    a namespace that does not exist. A write creates the namespace (within the quota); a read
+    or a delete of a missing one is a 404. A namespace this process has opened before is
+    found without the store; only a look at the store goes to a worker thread.
     """
     principal = _principal_of(request)
     check_reach(principal, ns)
@@ -253,7 +253,7 @@ async def bound_namespace(request: Request, ns: str) -> Bound:
 def _open_namespace(state: ServerState, principal: Principal, ns: str, method: str) -> Workspace:
     """Namespace ``ns`` from the store (a write creates it, within the tenant's quota)."""
     ws = state.pool.get(ns, create=False)
-    if ws is None and method not in SAFE_METHODS:
+    if ws is None and method not in {*SAFE_METHODS, "DELETE"}:  # a write creates it
         state.usage.check_new_namespace(principal.tenant)
         ws = state.pool.get(ns, create=True)
         state.usage.add(principal.tenant, namespaces=1)

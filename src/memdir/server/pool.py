@@ -1,8 +1,9 @@
 """The namespaces a server process has opened: one :class:`Workspace` each, reused.
 
 Opening a namespace is cheap (no file is read), but knowing that it exists costs a look at
-the store, so existence is remembered (a namespace is never deleted through the server). A
-write creates its namespace the way ``memdir init`` does; a read of a missing one finds none.
+the store, so existence is remembered until :meth:`NamespacePool.forget` (a namespace
+deleted through the server). A write creates its namespace the way ``memdir init`` does; a
+read of a missing one finds none.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ class NamespacePool:
         self._lock = threading.Lock()
 
     def opened(self, ns: str) -> Workspace | None:
-        """The workspace of ``ns`` if this pool has opened it and knows it exists (the store
-        is not asked: a namespace is never deleted through the server); else ``None``."""
+        """The workspace of ``ns`` if this pool has opened it and knows it exists, else
+        ``None``. The store is not asked: a namespace deleted through another process is
+        still known here, and a write there makes it again (as a write to a new name does)."""
         with self._lock:
             if ns not in self._exists:
                 return None
@@ -75,3 +77,9 @@ class NamespacePool:
         with self._lock:
             self._exists.add(ns)
         return ws
+
+    def forget(self, ns: str) -> None:
+        """Drop what is remembered of ``ns`` (it was deleted)."""
+        with self._lock:
+            self._open.pop(ns, None)
+            self._exists.discard(ns)

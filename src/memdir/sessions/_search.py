@@ -205,6 +205,11 @@ def shared_session_index(ws: Workspace) -> SessionIndex:
     return _INDEXES.get(_key(ws), lambda: SessionIndex(ws))
 
 
+def close_session_index(ws: Workspace) -> None:
+    """Close the shared session index of ``ws`` (its logs were erased or deleted)."""
+    _INDEXES.close(_key(ws))
+
+
 def close_session_indexes() -> None:
     """Close every shared session index (also runs at interpreter exit)."""
     _INDEXES.close_all()

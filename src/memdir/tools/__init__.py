@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALL_TOOL_FUNCTIONS",
+    "FORGET_TOOL_FUNCTIONS",
     "GET_CHAR_CAP",
     "GET_MAX_LINES",
     "MAX_RESULTS_CAP",
@@ -75,6 +76,7 @@ __all__ = [
     "get_arguments",
     "hit_line",
     "memory_add",
+    "memory_forget",
     "memory_get",
     "memory_search",
     "memory_why",
@@ -399,6 +401,48 @@ def memory_why(path: str, *, workspace: WorkspaceArg = None, namespace: str | No
     return render(why(ws, raw))
 
 
+@tool
+def memory_forget(
+    text: str,
+    confirm: bool = False,
+    *,
+    workspace: WorkspaceArg = None,
+    namespace: str | None = None,
+    by: str = "model",
+) -> str:
+    """Erase a remembered fact everywhere it lives (notes, MEMORY.md, its history, past
+    conversations, the index). Call it first without confirm to see every place that holds
+    it; erase only when the user asked for it, then call again with confirm=true.
+
+    Args:
+        text: the fact's text (at least 4 characters), or one line's citation such as
+            ``memory/2026-10-14.md#L3``.
+        confirm: ``False`` (default): only the preview, nothing changes; ``True``: erase.
+        workspace: the workspace (or its path) (default: the configured one); not for the
+            model.
+        namespace: the caller's namespace in that workspace; not for the model.
+        by: who asked, for the erasure record (default ``model``); not for the model.
+
+    Returns:
+        The preview, what was erased, that nothing holds it, or ``Error: ...``.
+    """
+    from memdir.forget import Target, apply_forget, plan_forget
+
+    ws = workspace_of(workspace, namespace)
+    what = check_text("text", text, max_chars=MAX_ADD_CHARS, hint="give the fact to forget")
+    given: object = confirm  # a model may send "yes": only a JSON boolean erases
+    if not isinstance(given, bool):
+        return "Error: confirm must be true or false"
+    plan = plan_forget(ws, Target.of(what))
+    if plan.empty or not confirm:
+        return plan.describe() + ("" if plan.empty else "\nCall again with confirm=true.")
+    report = apply_forget(ws, plan, by=by)
+    return (
+        f"Erased {report.erased} line(s) or message(s) from {len(report.files)} file(s)"
+        f" ({len(report.deleted)} deleted); erasure record {report.record}."
+    )
+
+
 def format_added(result: AddResult) -> str:
     """``memory_add``'s text for what an add wrote."""
     noun = "bullet" if result.bullets == 1 else "bullets"
@@ -469,6 +513,22 @@ TOOL_SCHEMAS: Final[dict[str, dict[str, Any]]] = {
         "required": ["path"],
         "additionalProperties": False,
     },
+    "memory_forget": {
+        "type": "object",
+        "properties": {
+            "text": {
+                "type": "string",
+                "description": 'The fact\'s text, or a line such as "memory/2026-10-14.md#L3".',
+            },
+            "confirm": {
+                "type": "boolean",
+                "description": "false: only show where it lives; true: erase it.",
+                "default": False,
+            },
+        },
+        "required": ["text"],
+        "additionalProperties": False,
+    },
     "memory_add": {
         "type": "object",
         "properties": {
@@ -507,9 +567,18 @@ def _model_description(fn: Callable[..., str]) -> str:
 PROVENANCE_TOOL_FUNCTIONS: Final[dict[str, Callable[..., str]]] = {"memory_why": memory_why}
 """``memory_why``: offered by the MCP server; an application may add it to an agent's tools."""
 
+FORGET_TOOL_FUNCTIONS: Final[dict[str, Callable[..., str]]] = {"memory_forget": memory_forget}
+"""``memory_forget``: offered by no agent or server by default, and not dispatched by
+:func:`call_tool` (it erases); an application may add it to an agent's tools, and
+``create_server(allow_forget=True)`` serves it."""
+
 TOOL_DESCRIPTIONS: Final[dict[str, str]] = {
     name: _model_description(fn)
-    for name, fn in {**ALL_TOOL_FUNCTIONS, **PROVENANCE_TOOL_FUNCTIONS}.items()
+    for name, fn in {
+        **ALL_TOOL_FUNCTIONS,
+        **PROVENANCE_TOOL_FUNCTIONS,
+        **FORGET_TOOL_FUNCTIONS,
+    }.items()
 }
 """What each tool does, for the model (the docstring without its Args/Returns sections)."""
 
@@ -534,6 +603,7 @@ def call_tool(
     Returns:
         The tool's text, or ``Error: ...``.
     """
+    # memory_forget is never dispatched here: a model must not reach it by naming it.
     fn = ALL_TOOL_FUNCTIONS.get(name) or PROVENANCE_TOOL_FUNCTIONS.get(name)
     if fn is None:
         known_tools = ", ".join(ALL_TOOL_FUNCTIONS)

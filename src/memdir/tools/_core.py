@@ -362,8 +362,16 @@ def shared_index(ws: Workspace) -> SearchIndex:
 
         return RemoteIndex(ws)
 
-    key = str(ws.root.resolve()) if ws.is_local else ws.describe()
-    return _INDEXES.get(key, lambda: MemoryIndex(ws))
+    return _INDEXES.get(_key(ws), lambda: MemoryIndex(ws))
+
+
+def _key(ws: Workspace) -> str:
+    return str(ws.root.resolve()) if ws.is_local else ws.describe()
+
+
+def close_shared_index(ws: Workspace) -> None:
+    """Close the index the tools keep open for ``ws`` (its files were erased or deleted)."""
+    _INDEXES.close(_key(ws))
 
 
 def close_shared_indexes() -> None:

@@ -7,7 +7,7 @@ from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["FromLibrary", "Health", "NamespaceInfo", "Page", "WhoAmI"]
+__all__ = ["FromLibrary", "Health", "NamespaceDeleted", "NamespaceInfo", "Page", "WhoAmI"]
 
 _T = TypeVar("_T")
 
@@ -48,3 +48,12 @@ class NamespaceInfo(BaseModel):
     """A namespace the key reaches."""
 
     name: str
+
+
+class NamespaceDeleted(BaseModel):
+    """A namespace deleted whole: how many files it held, how many keys bound to it were
+    revoked."""
+
+    name: str
+    files: int
+    keys_revoked: int
