@@ -49,7 +49,14 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 TIMEOUT = 120
-READ_TOOLS = {"memory_search", "memory_get", "session_search", "session_list", "session_history"}
+READ_TOOLS = {
+    "memory_search",
+    "memory_get",
+    "memory_why",
+    "session_search",
+    "session_list",
+    "session_history",
+}
 ALL_TOOLS = READ_TOOLS | {"memory_add"}
 FACTS = [
     "Wang Lei prefers PostgreSQL 16 for the billing service",
