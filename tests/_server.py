@@ -135,13 +135,15 @@ class ServerProcess:
         return self
 
     def _read(self, stream: Any) -> None:
-        for line in stream:
-            self._lines.put(line)
+        with stream:  # closed at the end: a pipe left open warns when it is collected
+            for line in stream:
+                self._lines.put(line)
         self._lines.put(None)
 
     def _keep(self, stream: Any) -> None:
-        for line in stream:
-            self.stderr.append(line)
+        with stream:
+            for line in stream:
+                self.stderr.append(line)
 
     def log(self) -> str:
         """What the server wrote on stderr so far."""

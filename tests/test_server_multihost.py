@@ -135,14 +135,19 @@ class Replica:
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stderr: list[str] = []
         threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(
-            target=lambda: self.stderr.extend(self.proc.stderr or []), daemon=True
-        ).start()
+        threading.Thread(target=self._keep, daemon=True).start()
 
     def _pump(self) -> None:
-        for line in self.proc.stdout or []:
-            self.lines.put(line)
+        assert self.proc.stdout is not None
+        with self.proc.stdout:  # closed at the end: a pipe left open warns when collected
+            for line in self.proc.stdout:
+                self.lines.put(line)
         self.lines.put(None)
+
+    def _keep(self) -> None:
+        assert self.proc.stderr is not None
+        with self.proc.stderr:
+            self.stderr.extend(self.proc.stderr)
 
     def wait_ready(self) -> None:
         while True:
