@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -144,3 +149,81 @@ async def test_sample_memory_md_already_holds_its_ledgers(tmp_path: Path) -> Non
     append_bullets(ws, [fact], header="Memory Add", day=date(2026, 11, 24))
     second = await MemoryConsolidator(Workspace(ws.root), ExtractiveModel()).consolidate()
     assert second.entries == 1 and "weekly demo to Friday" in ws.read_text("MEMORY.md")
+
+
+def _modules_of(dist: Any) -> set[str]:
+    top = dist.read_text("top_level.txt")
+    names = top.split() if top else []
+    names += [f.parts[0].removesuffix(".py") for f in dist.files or () if f.parts]
+    return {n for n in names if n.isidentifier()}
+
+
+def _extra_modules() -> set[str]:
+    """The top-level modules of this environment that memdir's base install does not bring
+    (its dependencies, theirs, and so on, bring the others)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    seen: set[str] = set()
+    base: set[str] = set()
+    todo = ["memdir"]
+    while todo:
+        try:
+            dist = metadata.distribution(todo.pop())
+        except metadata.PackageNotFoundError:
+            continue
+        key = dist.metadata["Name"].lower().replace("_", "-")
+        if key in seen:
+            continue
+        seen.add(key)
+        base |= _modules_of(dist)
+        for text in dist.requires or ():
+            req = Requirement(text)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    every = set().union(*(_modules_of(d) for d in metadata.distributions()))
+    return every - base - {"memdir"}
+
+
+# Runs `memdir ARGS` with only the base install importable (every other top-level package of
+# the environment is refused, as on a machine where no extra is installed).
+_BASE_ONLY = (
+    "import json, sys\n"
+    "refused = set(json.loads(sys.argv[1]))\n"
+    "class Refuse:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in refused:\n"
+    "            raise ModuleNotFoundError(f'No module named {name!r}')\n"
+    "        return None\n"
+    "sys.meta_path.insert(0, Refuse())\n"
+    "from memdir.cli import main\n"
+    "sys.argv = ['memdir', *sys.argv[2:]]\n"
+    "main()\n"
+)
+
+
+def test_the_quickstart_needs_no_extra(tmp_path: Path) -> None:
+    """`pip install -e .` then `memdir demo` (the README's first command), and forgetting a
+    fact on that workspace, import nothing the base install lacks."""
+    refused = _extra_modules()
+    assert {"psycopg", "fastapi", "mcp"} <= refused  # the extras are installed here
+
+    def memdir(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", _BASE_ONLY, json.dumps(sorted(refused)), *args],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env={**os.environ, "PYTHONIOENCODING": "utf-8", "MEMDIR_TZ": "UTC"},
+            timeout=600,
+            check=False,
+        )
+
+    target = tmp_path / "demo"
+    demo = memdir("demo", "--dir", str(target))
+    assert demo.returncode == 0, demo.stderr
+    assert "Traceback" not in demo.stderr
+    forget = memdir("-w", str(target), "forget", "数据库迁移", "--yes")
+    assert forget.returncode == 0, forget.stderr
+    assert "psycopg" not in forget.stderr

@@ -16,8 +16,6 @@ import shutil
 from dataclasses import dataclass
 from typing import Any
 
-from psycopg import sql
-
 from memdir._testpoint import pause_point
 from memdir.errors import MemdirError
 from memdir.forget._keys import ERASED_REL, FORGET_DIR, Keyer
@@ -142,6 +140,8 @@ def _revoke(root: Workspace, name: str) -> int:
 
 
 def _delete_rows(root: Workspace, name: str) -> tuple[int, int]:
+    from psycopg import sql  # the postgres extra: only a PostgreSQL store gets here
+
     from memdir.index._erase import ns_tables, vacuum_postgres
     from memdir.store.postgres import PostgresStore
 

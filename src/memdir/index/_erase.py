@@ -20,8 +20,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Final
 
-from psycopg import sql
-
 from memdir.store.workspace import Workspace
 
 __all__ = ["PG_TABLES", "ns_tables", "scrub_index", "vacuum_postgres", "vacuum_sqlite"]
@@ -128,6 +126,8 @@ def ns_tables(ws: Workspace) -> list[str]:
 
 def vacuum_postgres(ws: Workspace, tables: tuple[str, ...]) -> None:
     """``VACUUM`` each of ``tables`` of the workspace's schema (and the ANN tables)."""
+    from psycopg import sql  # the postgres extra: only a PostgreSQL store gets here
+
     from memdir.store.postgres import PostgresStore
 
     store = ws.store
