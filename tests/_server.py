@@ -329,7 +329,9 @@ class RemoteServers:
                 sep = "&" if "?" in url else "?"
                 workspace = f"{url}{sep}schema=r_{uuid.uuid4().hex[:16]}"
             keys = make_keys(workspace, KEYS)
-            server = ServerProcess(workspace).start()
+            # No background maintenance, as in serve_store: a consolidation of its own (the
+            # daily tick at midnight) between two reads of a test would change what they read.
+            server = ServerProcess(workspace, "--no-maintenance").start()
             self._running[store] = Served(store, workspace, server, keys)
         return self._running[store]
 

@@ -8,7 +8,6 @@ import inspect
 import io
 import tarfile
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +149,8 @@ def _archive_of(files: dict[str, bytes]) -> bytes:
 
 NS = "acme.matrix"
 LOCK_TOKEN = "6f1c1a52-5a49-4a44-9a43-8d2f0b7e2d10"
-TODAY = datetime.now(UTC).astimezone().date().isoformat()  # the server's local day
+DAYS: dict[str, str] = {}
+"""Per store, the day of the ledger the fixture's add wrote (the server's day, even at midnight)."""
 # An example request for every route that needs a key: (query, JSON body).
 EXAMPLES: dict[str, tuple[dict[str, Any], Any]] = {
     "whoami": ({}, None),
@@ -204,7 +204,6 @@ EXTRAS: dict[str, dict[str, Any]] = {
 PATH_PARAMS = {
     "ns": NS,
     "session_id": "s1",
-    "day": TODAY,
     "path": "notes/matrix.md",
     "name": "matrix",
 }
@@ -220,7 +219,9 @@ def served(
 ) -> Iterator[Served]:
     for served in serve_store(request, tmp_path_factory):
         with served.client("acme_write") as client:  # what the read routes read
-            assert client.post(f"/v1/namespaces/{NS}/memories", json={"text": "x"}).is_success
+            added = client.post(f"/v1/namespaces/{NS}/memories", json={"text": "x"})
+            assert added.is_success
+            DAYS[served.store] = Path(added.json()["path"]).stem
             messages = EXAMPLES["append_messages"][1]
             assert client.post(f"/v1/namespaces/{NS}/sessions/s1/messages", json=messages)
             note = f"/v1/namespaces/{NS}/store/files/notes/matrix.md"
@@ -245,7 +246,7 @@ def test_every_route_answers_the_authorisation_matrix(served: Served, tmp_path: 
         query, body = EXAMPLES[route.name]
         extra = EXTRAS.get(route.name, {})
         template = route.path.replace("{path:path}", "{path}")
-        params = {**PATH_PARAMS, **ROUTE_PATH_PARAMS.get(route.name, {})}
+        params = {**PATH_PARAMS, "day": DAYS[served.store], **ROUTE_PATH_PARAMS.get(route.name, {})}
         path = template.format(**{k: v for k, v in params.items() if f"{{{k}}}" in template})
         (method,) = route.methods
         scope = route.policy.scope
