@@ -28,6 +28,7 @@ from memdir.server.policy import (
     bound_namespace,
 )
 from memdir.server.settings import ServerSettings
+from memdir.server.ui._session import viewer_of
 
 PUBLIC = {"/healthz", "/readyz", "/metrics"}  # /metrics: its own token or loopback
 NOT_API = {"/openapi.json"}  # FastAPI's own document (no memory in it)
@@ -44,11 +45,37 @@ def _calls(dependant: Any) -> Iterator[Any]:
         yield from _calls(sub)
 
 
+# The web UI's pages authenticate with the session cookie (memdir.server.ui._session), not
+# a bearer key: these are the only ones without a session (the login itself, static files,
+# the redirect of /ui and the 404 page of an unknown address).
+UI_PUBLIC = {"/ui", "/ui/login", "/ui/logout", "/ui/static/{name}", "/ui/{rest:path}"}
+
+
+def ui_violations(route: APIRoute) -> list[str]:
+    """What breaks the UI's page policy: a page without the session dependency, a page of a
+    namespace that does not open it through ui_namespace, a form without its CSRF check."""
+    path = route.path
+    if path in UI_PUBLIC:
+        return []
+    found = []
+    source = inspect.getsource(route.endpoint)
+    if viewer_of not in list(_calls(route.dependant)):
+        found.append(f"{path}: a page without the session check")
+    if "{ns}" in path and "ui_namespace(" not in source:
+        found.append(f"{path}: the namespace is not opened by ui_namespace")
+    if set(route.methods or ()) & WRITE_METHODS and "read_form(" not in source:
+        found.append(f"{path}: a form without the CSRF check (read_form)")
+    return found
+
+
 def violations(app: FastAPI) -> list[str]:
     """What breaks the route policy, one line per problem (empty: none)."""
     found: list[str] = []
     for route in app.routes:
         path = getattr(route, "path", "?")
+        if isinstance(route, APIRoute) and (path == "/ui" or path.startswith("/ui/")):
+            found.extend(ui_violations(route))
+            continue
         if not isinstance(route, APIRoute):
             allowed = ALLOWED_ENDPOINTS.get(path)
             if allowed is not None:
@@ -102,7 +129,11 @@ def test_the_walk_finds_each_kind_of_escape() -> None:
     router.add("POST", "/v1/readwrite", write, policy=Policy(scope=Scope.READ))
     router.add("GET", "/v1/namespaces/{ns}/raw", search, policy=Policy(scope=Scope.READ))
     router.add("GET", "/v1/status", write, policy=Policy(scope=None))
-    app = FastAPI(routes=[*plain.routes, *router.routes])
+    pages = APIRouter()
+    pages.add_api_route("/ui/open", write, methods=["GET"])
+    pages.add_api_route("/ui/ns/{ns}/raw", search, methods=["GET"])
+    pages.add_api_route("/ui/form", write, methods=["POST"])
+    app = FastAPI(routes=[*plain.routes, *router.routes, *pages.routes])
     found = "\n".join(violations(app))
     for expected in (
         "/v1/open: has no policy",
@@ -113,6 +144,9 @@ def test_the_walk_finds_each_kind_of_escape() -> None:
         "/v1/namespaces/{ns}/raw: the handler takes the raw namespace",
         "/v1/status: public but not in the allow-list",
         "/mcp: not the McpEndpoint it must be",
+        "/ui/open: a page without the session check",
+        "/ui/ns/{ns}/raw: the namespace is not opened by ui_namespace",
+        "/ui/form: a form without the CSRF check",
     ):
         assert expected in found
 

@@ -44,6 +44,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("_search_cmds", "search_cmd"),
     "serve": ("_serve_cmd", "serve_cmd"),
     "sessions": ("_sessions_cmds", "sessions_cmd"),
+    "ui": ("_ui_cmd", "ui_cmd"),
     "why": ("_memory_cmds", "why"),
 }
 

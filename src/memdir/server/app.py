@@ -112,6 +112,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.memdir = state
     install_openapi(app)
     app.state.mcp = mcp
+    if settings.ui or settings.ui_local:
+        from memdir.server.ui import install_ui
+
+        install_ui(app)
     app.add_middleware(BodyLimitMiddleware, routes=app.routes, default=settings.body_limit)
     install_problem_handlers(app)
     if settings.metrics:

@@ -135,7 +135,10 @@ def serve(settings: ServerSettings) -> None:
     )
 
     def ready() -> None:
-        _say(f"memdir serve: listening on {url} (workspace {_shown(settings.workspace)})")
+        if settings.ui_local:
+            _say(f"memdir ui: open {url}/ui/ (workspace {_shown(settings.workspace)})")
+        else:
+            _say(f"memdir serve: listening on {url} (workspace {_shown(settings.workspace)})")
 
     # uvicorn raises the signal again once it has shut down gracefully; for SIGTERM (what a
     # service manager sends) that finished stop is a success: exit 0, not "killed".

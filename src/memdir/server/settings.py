@@ -88,6 +88,9 @@ class ServerSettings:
         metrics_token_file: a file holding the bearer token ``/metrics`` needs (the token
             itself is never a setting: it is read from here or ``$MEMDIR_METRICS_TOKEN``);
             without either, ``/metrics`` answers loopback clients only.
+        ui: serve the web UI under ``/ui`` (logging in takes an API key).
+        ui_local: the UI of ``memdir ui``: one person on loopback, no key, the workspace
+            itself and every namespace in it (the host must be a loopback address).
     """
 
     workspace: str
@@ -128,6 +131,8 @@ class ServerSettings:
     quota_refresh: float = 60.0
     metrics: bool = True
     metrics_token_file: str | None = None
+    ui: bool = True
+    ui_local: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.workspace, str) or not self.workspace.strip():
@@ -186,6 +191,11 @@ class ServerSettings:
                 raise ConfigError(f"{name} must be at least 1 day, not {getattr(self, name)}")
         if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
             raise ConfigError("--ssl-certfile and --ssl-keyfile go together")
+        if self.ui_local and not is_loopback_host(self.host):
+            raise ConfigError(
+                f"memdir ui serves one person without a key, so it listens on loopback only, "
+                f"not {self.host}: run memdir serve (a key per tenant) to share memory"
+            )
         self._check_jwt()
 
     def _check_jwt(self) -> None:

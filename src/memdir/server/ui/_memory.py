@@ -1,0 +1,55 @@
+"""A namespace's ``MEMORY.md``: rendered, each bullet with how it came to be, and the page
+that follows a bullet down to the conversation it came from."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import Response
+
+from memdir.errors import ToolInputError, WorkspaceError
+from memdir.provenance._records import load_memory_records, reconcile
+from memdir.provenance._why import why
+from memdir.server.ui._blocks import blocks_of
+from memdir.server.ui._pages import CurrentViewer, ui_namespace
+from memdir.server.ui._render import page
+from memdir.server.ui._session import Refused
+from memdir.store.workspace import MEMORY_MD
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/ui/ns/{ns}", include_in_schema=False)
+
+
+@router.get("/")
+def memory_md(request: Request, ns: str, viewer: CurrentViewer) -> Response:
+    """``MEMORY.md`` rendered, each bullet with its kind, origin and a link to its sources."""
+    ws = ui_namespace(request, viewer, ns)
+    found = ws.read_versioned(MEMORY_MD)
+    text = found.data.decode("utf-8", "replace") if found is not None else ""
+    records = reconcile(text, load_memory_records(ws), "") if text else []
+    return page(
+        request,
+        "memory.html",
+        viewer,
+        title="MEMORY.md",
+        ns=ns,
+        blocks=blocks_of(text),
+        records=records,
+        exists=found is not None,
+        version=found.version if found is not None else None,
+    )
+
+
+@router.get("/why")
+def provenance(request: Request, ns: str, viewer: CurrentViewer, at: str = "") -> Response:
+    """The provenance chain of the bullet at ``at`` (``MEMORY.md#L12``,
+    ``memory/2026-11-30.md#L3``): its ledger lines, and their conversation lines."""
+    ws = ui_namespace(request, viewer, ns)
+    if not at:
+        raise Refused(400, "say which bullet: why?at=MEMORY.md%23L12")
+    try:
+        link = why(ws, at)
+    except (ToolInputError, WorkspaceError) as exc:
+        raise Refused(404, str(exc)) from None
+    return page(request, "why.html", viewer, title="Where this came from", ns=ns, link=link, at=at)

@@ -1,0 +1,171 @@
+"""The UI's sessions in a real browser and over HTTP: logging in and out with a key, a
+tenant that sees only its own namespaces whatever URL it types, forms that need the
+session's CSRF token, and the headers that keep stored text from running."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.routing import APIRoute
+from starlette.testclient import TestClient
+from _browser import Page
+from _ui import NS, OTHER_FACT, OTHER_NS, UiServer, anonymous_get, browser_page, fresh, ui_server
+from test_server_route_policy import UI_PUBLIC
+
+from memdir.server.app import create_app
+from memdir.server.settings import ServerSettings
+
+
+@pytest.fixture(scope="module", params=["files", "postgres"])
+def ui(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[UiServer]:
+    yield from ui_server(request, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def browser_on(ui: UiServer) -> Iterator[Page]:
+    yield from browser_page(ui.url)
+
+
+@pytest.fixture
+def page(browser_on: Page) -> Page:
+    return fresh(browser_on)
+
+
+def test_a_page_without_a_session_asks_for_a_login_and_comes_back_after_it(
+    ui: UiServer, page: Page
+) -> None:
+    page.open(f"/ui/ns/{NS}/")
+    assert page.path.startswith("/ui/login?next=")
+    page.screenshot("login")
+    field = page.find("#key")
+    field.send_keys(ui.key("acme_read"))
+    field.submit()
+    assert page.path == f"/ui/ns/{NS}/"
+    assert "MEMORY.md" in page.text("h1")
+    assert page.all(".bullet"), "the ingested conversations were consolidated into bullets"
+
+
+def test_a_wrong_or_revoked_key_is_refused_with_a_reason(ui: UiServer, page: Page) -> None:
+    page.login("mdk_nothere_" + "x" * 40)
+    assert page.path.startswith("/ui/login")
+    assert "not valid" in page.text("#login-error")
+    page.open("/ui/")
+    assert page.path.startswith("/ui/login")
+
+
+def test_the_overview_lists_only_the_tenants_own_namespaces(ui: UiServer, page: Page) -> None:
+    page.login(ui.key("acme_read"))
+    assert page.path == "/ui/"
+    table = page.text("table.overview")
+    assert NS in table
+    assert OTHER_NS not in table
+    page.screenshot("overview")
+
+
+def test_another_tenants_urls_show_nothing_of_its_memory(ui: UiServer, page: Page) -> None:
+    page.login(ui.key("acme_admin"))
+    for path in (
+        f"/ui/ns/{OTHER_NS}/",
+        f"/ui/ns/{OTHER_NS}/why?at=memory%2F2026-01-01.md%23L1",
+        f"/ui/ns/{OTHER_NS}/history",
+        f"/ui/ns/{OTHER_NS}/ledgers",
+        f"/ui/ns/{OTHER_NS}/sessions",
+        f"/ui/ns/{OTHER_NS}/search?q=binder",
+        f"/ui/ns/{OTHER_NS}/forget",
+        "/ui/ns/_/",
+        "/ui/ns/..%2F..%2Fetc/",
+    ):
+        page.open(path)
+        shown = page.driver.page_source
+        assert OTHER_FACT not in shown and "binder" not in shown.replace("q=binder", ""), path
+        assert "Error 404" in page.text("h1"), path
+
+
+def test_logging_out_ends_the_session(ui: UiServer, page: Page) -> None:
+    page.login(ui.key("acme_read"))
+    assert page.path == "/ui/"
+    page.logout()
+    assert page.path.startswith("/ui/login")
+    page.open(f"/ui/ns/{NS}/")
+    assert page.path.startswith("/ui/login")
+
+
+def test_the_session_cookie_is_httponly_and_strict(ui: UiServer, page: Page) -> None:
+    page.login(ui.key("acme_read"))
+    cookies = {c["name"]: c for c in page.driver.get_cookies()}
+    cookie = cookies["memdir_ui"]
+    assert cookie["httpOnly"] is True
+    assert cookie["sameSite"] == "Strict"
+    assert page.driver.execute_script("return document.cookie") == ""
+
+
+def test_every_page_needs_a_session(ui: UiServer) -> None:
+    for path in ("/ui/", f"/ui/ns/{NS}/", f"/ui/ns/{NS}/why?at=MEMORY.md%23L4"):
+        answer = anonymous_get(ui, path)
+        assert answer.status_code == 303, path
+        assert answer.headers["location"].startswith("/ui/login?next="), path
+
+
+def test_a_page_carries_headers_that_keep_stored_text_from_running(ui: UiServer) -> None:
+    with ui.served.client() as client:
+        client.cookies.set("memdir_ui", ui.key("acme_read"))
+        answer = client.get(f"/ui/ns/{NS}/")
+    assert answer.status_code == 200
+    csp = answer.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "'unsafe-inline'" not in csp
+    assert "frame-ancestors 'none'" in csp
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answer.headers["cache-control"] == "no-store"
+    assert answer.headers["referrer-policy"] == "no-referrer"
+
+
+def test_a_form_from_another_site_or_without_its_token_is_refused(ui: UiServer) -> None:
+    with ui.served.client() as client:
+        client.cookies.set("memdir_ui", ui.key("acme_read"))
+        cross = client.post("/ui/logout", headers={"Sec-Fetch-Site": "cross-site"})
+        assert cross.status_code == 403
+        forged = client.post(
+            "/ui/login",
+            data={"key": ui.key("beta_write")},
+            headers={"Origin": "https://evil.example"},
+        )
+        assert forged.status_code == 403
+        assert "memdir_ui" not in forged.headers.get("set-cookie", "")
+
+
+def test_a_next_page_off_the_site_is_not_followed(ui: UiServer) -> None:
+    with ui.served.client() as client:
+        for target in ("https://evil.example/", "//evil.example/ui/", "/ui/\\\\evil.example"):
+            answer = client.post(
+                "/ui/login",
+                data={"key": ui.key("acme_read"), "next": target},
+                follow_redirects=False,
+            )
+            assert answer.status_code == 303
+            assert answer.headers["location"] == "/ui/", target
+
+
+def test_every_page_of_the_application_asks_for_a_login(tmp_path: Path) -> None:
+    """Walks every UI route of the application (pages added later included)."""
+    app = create_app(ServerSettings(workspace=str(tmp_path / "ws"), maintenance=False))
+    pages = [
+        r
+        for r in app.routes
+        if isinstance(r, APIRoute)
+        and r.path.startswith("/ui/")
+        and r.path not in UI_PUBLIC
+        and "GET" in (r.methods or ())
+    ]
+    assert len(pages) >= 3
+    with TestClient(app) as client:
+        for route in pages:
+            path = route.path.replace("{ns}", NS)
+            path = re.sub(r"\{[^}]+\}", "x", path)
+            answer = client.get(path, follow_redirects=False)
+            assert answer.status_code == 303, route.path
+            assert answer.headers["location"].startswith("/ui/login?next="), route.path
