@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from _browser import Page, browser
 from _server import Served, memdir, serve_store
 

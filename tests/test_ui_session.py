@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from fastapi.routing import APIRoute
 from starlette.testclient import TestClient
+
 from _browser import Page
 from _ui import NS, OTHER_FACT, OTHER_NS, UiServer, anonymous_get, browser_page, fresh, ui_server
-from test_server_route_policy import UI_PUBLIC
-
 from memdir.server.app import create_app
 from memdir.server.settings import ServerSettings
+from test_server_route_policy import UI_PUBLIC
 
 
 @pytest.fixture(scope="module", params=["files", "postgres"])
