@@ -144,6 +144,7 @@ async def viewer_of(request: Request) -> Viewer:
     except ProblemError as exc:
         raise Refused(exc.status, "the keys cannot be read now; try again soon") from None
     _admit(state, principal)
+    request.state.principal = principal  # the access log and the metrics name the tenant
     return Viewer(principal=principal, csrf=csrf_for(token))
 
 
