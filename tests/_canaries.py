@@ -12,14 +12,11 @@ import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
-from memdir import HarnessAgent
-from memdir.compaction import CompactionConfig
-from memdir.eviction import ToolResultEvictionConfig
+from _scripted_agent import compacting_agent
 from memdir.ingest import ingest_sync
 from memdir.memory import MemoryConsolidator, MemoryFlushManager
-from memdir.messages import Msg, ToolUseBlock
+from memdir.messages import Msg
 from memdir.models import ExtractiveModel
-from memdir.testing import FunctionModel, ModelCall
 from memdir.tools import memory_add
 from memdir.workspace import Workspace
 
@@ -63,33 +60,8 @@ def scan_tree(root: Path, canaries: Iterable[str] = CANARIES) -> dict[str, list[
 def plant(ws: Workspace, tmp: Path) -> None:
     """Plant every canary through the public paths, and :data:`KEPT` beside them."""
     big = f"build step output line\n{'x' * 80}\n" * 2_500 + f"error: token {TOOL} rejected\n"
-
-    def dump() -> str:
-        """Dump the build log."""
-        return big
-
-    def model(call: ModelCall) -> Msg | str:
-        if call.task == "summarize":
-            return (
-                "## SESSION INTENT\nMigrate the shop.\n"
-                f"## SUMMARY\nThe vault word is {LATIN}; the user said {CHINESE}.\n"
-                "## ARTIFACTS\nNone\n## NEXT STEPS\nRun the backfill."
-            )
-        if call.task is not None:
-            return "NO_REPLY"
-        last = call.messages[-1]
-        if last.role == "user" and "log" in last.text:
-            return Msg.assistant(tool_calls=[ToolUseBlock(id="c1", name="dump", input={})])
-        return f"ok: {last.text[:60]}"
-
-    agent = HarnessAgent(
-        model=FunctionModel(model),
-        workspace=ws,
-        tools=[dump],
-        compaction=CompactionConfig(trigger_messages=6, keep_messages=2),
-        tool_result_eviction=ToolResultEvictionConfig.defaults(),
-        memory_flush=False,
-        maintenance=None,
+    agent = compacting_agent(
+        ws, summary=f"The vault word is {LATIN}; the user said {CHINESE}.", tool_output=big, echo=60
     )
     agent.call_sync("Show me the build log.")
     agent.call_sync(f"Remember that the vault word is {LATIN}.")

@@ -21,10 +21,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+
+if TYPE_CHECKING:
+    from memdir.workspace import Workspace
 
 READY_LINE = re.compile(r"memdir serve: listening on (http://\S+)")
 START_TIMEOUT = 60.0
@@ -208,6 +211,13 @@ class Served:
         """A client of the server with the key named ``key`` (none: no key)."""
         return self.server.client(self.keys.secrets[key] if key else None)
 
+    def local(self, namespace: str) -> Workspace:
+        """The namespace ``namespace`` opened in this process, on the server's store (to read
+        what the server wrote, or write what it must read)."""
+        from memdir.workspace import Workspace
+
+        return Workspace(self.workspace, namespace=namespace, create=False)
+
 
 def store_workspace(request: pytest.FixtureRequest, tmp: Any) -> str:
     """A fresh workspace on the store ``request.param``: a directory, or a PostgreSQL schema."""
@@ -238,6 +248,14 @@ def serve_store(
         server.stop()
 
 
+def expired_key(served: Served) -> dict[str, Any]:
+    """A write key of tenant ``acme`` made to expire in 30 days, then expired at once (see
+    :func:`expire_key`)."""
+    made = create_key(served.workspace, "acme", "write", "--expires", "30d")
+    expire_key(served, made["key_id"])
+    return made
+
+
 def expire_key(served: Served, key_id: str) -> None:
     """Move a key's expiry into the past (as if it had run out), before it is ever used."""
     from memdir.workspace import Workspace
@@ -264,7 +282,6 @@ def spy_on_pool(app: Any) -> list[str]:
     """Make the application's namespace pool record each namespace it is asked for; the list
     it records into (empty while nothing reached the store)."""
     from memdir.server.pool import NamespacePool
-    from memdir.workspace import Workspace
 
     calls: list[str] = []
 
@@ -279,6 +296,19 @@ def spy_on_pool(app: Any) -> list[str]:
 
     app.state.memdir.pool = Spy(app.state.memdir.root)
     return calls
+
+
+def spied_app(tmp: Path) -> tuple[Any, str, list[str]]:
+    """The application over a fresh workspace ``tmp/ws``, in this process, with an admin key of
+    tenant ``acme`` and :func:`spy_on_pool` on its namespace pool: the application, the key,
+    and the list the spy records into."""
+    from memdir.server.app import create_app
+    from memdir.server.settings import ServerSettings
+
+    where = str(tmp / "ws")
+    key = create_key(where, "acme", "admin")["key"]
+    app = create_app(ServerSettings(workspace=where))
+    return app, key, spy_on_pool(app)
 
 
 def pausing(point: str, marker: Path) -> dict[str, str]:

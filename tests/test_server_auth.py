@@ -9,33 +9,21 @@ import http.client
 import json
 import secrets
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from _server import (
     Served,
     create_key,
-    expire_key,
+    expired_key,
     fresh_namespace,
     memdir,
-    serve_store,
-    spy_on_pool,
+    spied_app,
     wait_for,
 )
-from memdir.server.app import create_app
-from memdir.server.settings import ServerSettings
 from memdir.workspace import Workspace
-
-
-@pytest.fixture(scope="module", params=["files", "postgres"])
-def served(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
-    yield from serve_store(request, tmp_path_factory)
 
 
 def _problem(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
@@ -122,8 +110,7 @@ def test_a_key_revoked_while_the_server_runs_is_refused(served: Served) -> None:
 
 
 def test_an_expired_key_is_refused(served: Served) -> None:
-    made = create_key(served.workspace, "acme", "write", "--expires", "30d")
-    expire_key(served, made["key_id"])
+    made = expired_key(served)
     with served.server.client(made["key"]) as client:
         response = wait_for(
             lambda: (r := client.get("/v1/whoami")).status_code == 401 and r,
@@ -259,10 +246,7 @@ def test_namespace_names_that_try_to_escape_touch_nothing(served: Served) -> Non
 
 def test_a_refused_namespace_never_reaches_the_store(tmp_path: Path) -> None:
     """bound_namespace refuses before NamespacePool.get (in-process, the same application)."""
-    where = str(tmp_path / "ws")
-    key = create_key(where, "acme", "admin")["key"]
-    app = create_app(ServerSettings(workspace=where))
-    calls = spy_on_pool(app)
+    app, key, calls = spied_app(tmp_path)
     transport = httpx.ASGITransport(app=app)
 
     async def probe() -> list[int]:

@@ -8,12 +8,10 @@ from __future__ import annotations
 import signal
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from _server import (
     Served,
@@ -21,19 +19,11 @@ from _server import (
     fresh_namespace,
     make_keys,
     pausing,
-    serve_store,
     wait_for,
 )
 from memdir.workspace import Workspace
 
 FACT = "Wang Lei moved the billing database to PostgreSQL 16"
-
-
-@pytest.fixture(scope="module", params=["files", "postgres"])
-def served(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
-    yield from serve_store(request, tmp_path_factory)
 
 
 def _key() -> dict[str, str]:

@@ -21,7 +21,6 @@ from memdir.memory import MemoryFlushManager
 from memdir.messages import from_openai, stable_ids, to_openai
 from memdir.models import ExtractiveModel
 from memdir.sessions import SessionLog
-from memdir.workspace import Workspace
 
 TESTS = Path(__file__).parent
 TOKEN = "sk-ant-api03-" + "c" * 40
@@ -54,10 +53,6 @@ LONG = [
 ]
 
 
-def _ws(served: Served, ns: str) -> Workspace:
-    return Workspace(served.workspace, namespace=ns, create=False)
-
-
 def _post(client: httpx.Client, ns: str, route: str, body: dict[str, Any] | None) -> httpx.Response:
     return client.post(f"/v1/namespaces/{ns}/{route}", json=body)
 
@@ -86,7 +81,7 @@ def test_flush_extracts_what_the_library_extracts_once(served: Served) -> None:
         done = _ok(_post(acme, ns, "flush", body))
         again = _ok(_post(acme, ns, "flush", body))  # a retry after a lost answer
         status = _ok(acme.get(f"/v1/namespaces/{ns}/maintenance"))
-    local = _ws(served, local_ns)
+    local = served.local(local_ns)
     local.init()
     msgs = stable_ids(from_openai(CONVERSATION), "s1")
     expected = asyncio.run(
@@ -95,10 +90,10 @@ def test_flush_extracts_what_the_library_extracts_once(served: Served) -> None:
     assert done["written"] and done["bullets"] == list(expected.bullets)
     assert done["messages_flushed"] == expected.messages_flushed == len(CONVERSATION)
     assert done["redacted"] == expected.redacted
-    ledger = _ws(served, ns).read_text(done["path"])
+    ledger = served.local(ns).read_text(done["path"])
     assert all(f"- {b}" in ledger for b in done["bullets"]) and TOKEN not in ledger
     assert again["skipped"] == "no_new_messages" and again["bullets"] == []
-    assert _ws(served, ns).read_text(done["path"]) == ledger  # nothing written twice
+    assert served.local(ns).read_text(done["path"]) == ledger  # nothing written twice
     assert status["consolidation_requested_at"] is not None  # for any replica to serve
 
 
@@ -139,7 +134,7 @@ def test_compact_returns_the_library_s_context_and_logs_the_originals(served: Se
         done = _ok(_post(acme, ns, "compact", body))
         small = _ok(_post(acme, ns, "compact", {**body, "messages": LONG[:3]}))
 
-    local = _ws(served, local_ns)
+    local = served.local(local_ns)
     local.init()
     model = ExtractiveModel()
     config = CompactionConfig(trigger_messages=10, keep_messages=4)
@@ -170,11 +165,11 @@ def test_compact_returns_the_library_s_context_and_logs_the_originals(served: Se
         "start_line": span.start_line,
         "end_line": span.end_line,
     }
-    logged = SessionLog(_ws(served, ns), "c1").read().records
+    logged = SessionLog(served.local(ns), "c1").read().records
     assert [r.msg.text for r in logged][: expected_plan.summarized] == [
         m["content"] for m in LONG[: expected_plan.summarized]
     ]
-    ledgers = _ws(served, ns).ledgers()
+    ledgers = served.local(ns).ledgers()
     assert ledgers, "the compacted prefix was flushed to memory first"
     assert small["compacted"] is False and small["messages"] == LONG[:3]
 
@@ -187,16 +182,16 @@ def test_consolidate_merges_the_ledgers_and_a_dry_run_writes_nothing(served: Ser
     with served.client("acme_write") as acme:
         for fact in ("Wang Lei owns billing", "Deploys need two approvals"):
             assert acme.post(f"/v1/namespaces/{ns}/memories", json={"text": fact}).is_success
-        before = _ws(served, ns).read_text("MEMORY.md")
+        before = served.local(ns).read_text("MEMORY.md")
         dry = _ok(_post(acme, ns, "consolidate", {"dry_run": True}))
-        assert _ws(served, ns).read_text("MEMORY.md") == before
+        assert served.local(ns).read_text("MEMORY.md") == before
         done = _ok(acme.post(f"/v1/namespaces/{ns}/consolidate"))  # no body: not a dry run
         again = _ok(_post(acme, ns, "consolidate", {}))
         history = acme.get(f"/v1/namespaces/{ns}/consolidations").json()
     assert dry["dry_run"] and not dry["applied"] and dry["entries"] == 2
     assert done["applied"] and sorted(done["added"]) == sorted(dry["added"])
-    assert "- Wang Lei owns billing" in _ws(served, ns).read_text("MEMORY.md")
-    assert done["text"] == _ws(served, ns).read_text("MEMORY.md")
+    assert "- Wang Lei owns billing" in served.local(ns).read_text("MEMORY.md")
+    assert done["text"] == served.local(ns).read_text("MEMORY.md")
     assert again["skipped"] == "nothing_new"
     assert [r["status"] for r in history] == ["applied"]
 
@@ -240,7 +235,7 @@ def test_job_routes_need_the_scope_and_the_tenant(served: Served) -> None:
             _problem(_post(beta, ns, route, body), 404, "namespace-not-found")
         _problem(beta.get(f"/v1/namespaces/{ns}/maintenance"), 404, "namespace-not-found")
         assert reader.get(f"/v1/namespaces/{ns}/maintenance").status_code == 200
-    ws = _ws(served, ns)
+    ws = served.local(ns)
     (ledger,) = [ws.read_text(rel) for _, rel in ws.ledgers()]
     assert "- a fact" in ledger and "Wang Lei" not in ledger  # nothing flushed
     assert ws.stat(SessionLog(ws, "s1").rel_path) is None  # nothing compacted
@@ -330,7 +325,7 @@ def test_a_job_past_the_timeout_is_stopped_and_a_retry_finishes_it(
     ns = fresh_namespace()
     stopped = _problem(_flush(served, "acme_write", ns), 503, "job-timeout")
     assert "job timeout (1 s)" in stopped["detail"]
-    assert _ws(served, ns).ledgers() == []  # the model never answered: nothing written
+    assert served.local(ns).ledgers() == []  # the model never answered: nothing written
     (gate / "open").touch()
     retried = _ok(_flush(served, "acme_write", ns))  # the slot was given back
     assert retried["written"] and retried["messages_flushed"] == 2

@@ -23,11 +23,10 @@ import pytest
 from _server import (
     Served,
     create_key,
-    expire_key,
+    expired_key,
     fresh_namespace,
     memdir,
-    serve_store,
-    spy_on_pool,
+    spied_app,
     wait_for,
 )
 from memdir.server.app import create_app
@@ -63,13 +62,6 @@ FACTS = [
     "The staging cluster moved to Frankfurt on 2026-03-02",
     "数据库迁移在周五晚上进行，负责人是王磊",
 ]
-
-
-@pytest.fixture(scope="module", params=["files", "postgres"])
-def served(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
-    yield from serve_store(request, tmp_path_factory)
 
 
 @pytest.fixture(autouse=True)
@@ -122,11 +114,6 @@ def text_of(result: Any) -> str:
     return str(result.content[0].text)
 
 
-def _ws(served: Served, ns: str) -> Workspace:
-    """The namespace opened in this process, on the server's store."""
-    return Workspace(served.workspace, namespace=ns, create=False)
-
-
 def _sdk_401(answers: list[httpx2.Response]) -> None:
     for answer in answers:
         assert answer.status_code == 401, answer.text
@@ -169,8 +156,7 @@ async def test_a_key_revoked_while_the_server_runs_is_refused(served: Served) ->
 
 
 async def test_an_expired_key_is_refused(served: Served) -> None:
-    made = create_key(served.workspace, "acme", "write", "--expires", "30d")
-    expire_key(served, made["key_id"])
+    made = expired_key(served)
     with anyio.fail_after(TIMEOUT):
         while True:  # the server reads the key store again within about a second
             answers: list[httpx2.Response] = []
@@ -219,7 +205,7 @@ async def test_a_read_key_gets_the_read_tools_and_cannot_write(served: Served) -
     assert "reader canary" in text_of(found)
     assert added.is_error
     assert "written by a reader" not in "".join(
-        _ws(served, ns).read_text(rel) for _, rel in _ws(served, ns).ledgers()
+        served.local(ns).read_text(rel) for _, rel in served.local(ns).ledgers()
     )
 
 
@@ -243,7 +229,7 @@ async def test_a_bound_key_reaches_only_its_namespace(served: Served) -> None:
         # A key of many namespaces must name one.
         missing = (await refused(served, served.keys.secrets["acme_write"], None))[-1]
     assert canary in text_of(found)
-    assert canary in memory_search(canary, workspace=_ws(served, "acme.alice"))
+    assert canary in memory_search(canary, workspace=served.local("acme.alice"))
     assert (missing.status_code, missing.json()["code"]) == (422, "invalid-input")
     assert "/mcp?namespace=acme.NAME" in missing.json()["detail"]
 
@@ -321,10 +307,7 @@ async def test_no_tool_argument_widens_the_namespace(served: Served) -> None:
 
 async def test_a_refused_namespace_never_reaches_the_store(tmp_path: Path) -> None:
     """The endpoint refuses before NamespacePool.get (in-process, the same application)."""
-    where = str(tmp_path / "ws")
-    key = create_key(where, "acme", "admin")["key"]
-    app = create_app(ServerSettings(workspace=where))
-    calls = spy_on_pool(app)
+    app, key, calls = spied_app(tmp_path)
     body = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -373,7 +356,7 @@ async def test_add_then_search_and_every_answer_is_the_librarys(served: Served) 
             calls.append(("memory_get", {"path": citation}))
             served_answers = [await client.call_tool(name, args) for name, args in calls]
     assert all(not result.is_error for result in added + served_answers)
-    ws = _ws(served, ns)
+    ws = served.local(ns)
     functions = {
         "memory_search": memory_search,
         "memory_get": memory_get,
@@ -407,7 +390,7 @@ async def test_a_lone_surrogate_is_repaired_not_refused(served: Served) -> None:
     assert response.status_code == 200, response.text
     answer = response.json()
     assert answer["id"] == 7 and answer["result"]["isError"] is False
-    assert "half an emoji \ufffd here" in memory_search("emoji", workspace=_ws(served, ns))
+    assert "half an emoji \ufffd here" in memory_search("emoji", workspace=served.local(ns))
 
 
 async def test_the_access_log_holds_no_key_text_or_namespace(served: Served) -> None:
@@ -486,7 +469,7 @@ async def test_32_concurrent_clients_each_find_only_their_own_canary(served: Ser
             others = [t for j, t in enumerate(tokens) if j != i and t in text]
             assert not others, (i, others)
     for (_, _, ns), canary in zip(made, canaries, strict=True):  # landed where it belongs
-        assert canary in memory_search("zebracanary", workspace=_ws(served, ns))
+        assert canary in memory_search("zebracanary", workspace=served.local(ns))
 
 
 def test_a_tool_call_is_refused_unless_its_binding_and_token_agree(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ import pytest
 from _server import Served, fresh_namespace
 from memdir.memory import read_consolidation_log
 from memdir.memory.curated import MAX_MEMORY_MD_BYTES
-from memdir.workspace import Workspace
 
 TOKEN = "sk-ant-api03-" + "b" * 40
 CURATED = "# Memory\n\n- Wang Lei owns the billing service\n- 数据库迁移在周五晚上进行\n"
@@ -32,10 +31,6 @@ def _put(client: httpx.Client, ns: str, text: str, **headers: str) -> httpx.Resp
     sent = {"Content-Type": "text/markdown; charset=utf-8"}
     sent.update({k.replace("_", "-"): v for k, v in headers.items()})
     return client.put(_url(ns), content=text.encode("utf-8"), headers=sent)
-
-
-def _ws(served: Served, ns: str) -> Workspace:
-    return Workspace(served.workspace, namespace=ns, create=False)
 
 
 def _problem(response: httpx.Response, status: int, code: str) -> str:
@@ -62,7 +57,7 @@ def test_create_then_replace_by_version(served: Served, acme: httpx.Client) -> N
     assert replaced.status_code == 200, replaced.text
     assert replaced.json()["history_path"] is not None
     assert replaced.headers["etag"] != read.headers["etag"]
-    ws = _ws(served, ns)
+    ws = served.local(ns)
     assert ws.read_text("MEMORY.md") == edited
     assert ws.read_text(replaced.json()["history_path"]) == CURATED
     records = read_consolidation_log(ws)
@@ -77,7 +72,7 @@ def test_a_stale_version_is_412_with_the_current_etag(served: Served, acme: http
     ns = fresh_namespace()
     first = _put(acme, ns, CURATED, If_None_Match="*")
     stale = first.headers["etag"]
-    ws = _ws(served, ns)
+    ws = served.local(ns)
     ws.write_text("MEMORY.md", "# Memory\n\n- another writer's edit\n")  # a consolidation, say
     current = ws.read_versioned("MEMORY.md")
     assert current is not None
@@ -95,7 +90,7 @@ def test_a_stale_version_is_412_with_the_current_etag(served: Served, acme: http
     assert exists.headers["etag"] == again.headers["etag"]
     gone = fresh_namespace()
     _put(acme, gone, CURATED, If_None_Match="*")
-    _ws(served, gone).delete("MEMORY.md")
+    served.local(gone).delete("MEMORY.md")
     missing = _put(acme, gone, CURATED, If_Match=first.headers["etag"])
     assert "If-None-Match: *" in _problem(missing, 412, "version-conflict")
     assert "etag" not in missing.headers
@@ -123,7 +118,7 @@ def test_a_put_without_a_precondition_is_428_and_writes_nothing(
         headers={"If-None-Match": "*", "Content-Type": "text/markdown"},
     )
     _problem(latin, 422, "invalid-input")
-    assert _ws(served, ns).read_text("MEMORY.md") == CURATED
+    assert served.local(ns).read_text("MEMORY.md") == CURATED
 
 
 def test_a_put_sent_again_after_a_lost_answer_succeeds(served: Served, acme: httpx.Client) -> None:
@@ -139,20 +134,20 @@ def test_a_put_sent_again_after_a_lost_answer_succeeds(served: Served, acme: htt
     assert retried.headers["etag"] == done.headers["etag"]
     any_version = _put(acme, ns, CURATED, If_Match=f'W/"x", {done.headers["etag"]}')
     assert any_version.status_code == 200, any_version.text
-    assert len(read_consolidation_log(_ws(served, ns))) == 3  # create, edit, back: no more
+    assert len(read_consolidation_log(served.local(ns))) == 3  # create, edit, back: no more
 
 
 def test_secrets_are_masked_and_the_size_is_capped(served: Served, acme: httpx.Client) -> None:
     ns = fresh_namespace()
     masked = _put(acme, ns, f"# Memory\n\n- the deploy token is {TOKEN}\n", If_None_Match="*")
     assert masked.status_code == 201 and masked.json()["masked"] == 1
-    assert TOKEN not in _ws(served, ns).read_text("MEMORY.md")
+    assert TOKEN not in served.local(ns).read_text("MEMORY.md")
     huge = "# Memory\n" + "x" * MAX_MEMORY_MD_BYTES
     detail = _problem(
         _put(acme, ns, huge, If_Match=masked.headers["etag"]), 413, "payload-too-large"
     )
     assert detail.endswith(f"this route takes at most {MAX_MEMORY_MD_BYTES:,}")
-    assert "xxxxxxxx" not in _ws(served, ns).read_text("MEMORY.md")
+    assert "xxxxxxxx" not in served.local(ns).read_text("MEMORY.md")
 
 
 def test_only_a_write_key_of_the_tenant_replaces_it(served: Served) -> None:
@@ -165,4 +160,4 @@ def test_only_a_write_key_of_the_tenant_replaces_it(served: Served) -> None:
         _problem(_put(beta, ns, "# Memory\n", If_Match=etag), 404, "namespace-not-found")
     with served.client() as nobody:
         _problem(_put(nobody, ns, "# Memory\n", If_Match=etag), 401, "invalid-key")
-    assert _ws(served, ns).read_text("MEMORY.md") == CURATED
+    assert served.local(ns).read_text("MEMORY.md") == CURATED

@@ -11,13 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
-from _server import Served, fresh_namespace, memdir, serve_store, wait_for
+from _server import Served, fresh_namespace, memdir, wait_for
 from memdir.index import MemoryIndex, SearchHit
 from memdir.sessions import SessionLog
 from memdir.store.ledger import append_block
 from memdir.tools import format_hits, memory_search
 from memdir.tools._sessions import find_in_sessions
-from memdir.workspace import Workspace
 
 TOKEN = "sk-ant-api03-" + "a" * 40
 FACTS = [
@@ -26,13 +25,6 @@ FACTS = [
     "数据库迁移在周五晚上进行，负责人是王磊",
     "Deploys need two approvals since the March incident",
 ]
-
-
-@pytest.fixture(scope="module", params=["files", "postgres"])
-def served(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
-    yield from serve_store(request, tmp_path_factory)
 
 
 @pytest.fixture
@@ -44,11 +36,6 @@ def ns() -> str:
 def acme(served: Served) -> Iterator[httpx.Client]:
     with served.client("acme_write") as client:
         yield client
-
-
-def _ws(served: Served, ns: str) -> Workspace:
-    """The namespace opened in this process, on the server's store."""
-    return Workspace(served.workspace, namespace=ns, create=False)
 
 
 def _add(client: httpx.Client, ns: str, text: str) -> dict[str, Any]:
@@ -113,7 +100,7 @@ def test_add_writes_bullets_masks_secrets_and_cites_them(
     added = _add(acme, ns, "Rotate the key AKIAIOSFODNN7EXAMPLE monthly\n\nWang Lei owns billing")
     assert added["bullets"] == 2 and added["masked"] == 1 and added["index_error"] is None
     assert added["citation"] == f"{added['path']}#L{added['first_line']}-L{added['last_line']}"
-    text = _ws(served, ns).read_text(added["path"])
+    text = served.local(ns).read_text(added["path"])
     assert "- Wang Lei owns billing" in text and "AKIAIOSFODNN7EXAMPLE" not in text
     for bad, status in (({"text": "   "}, 422), ({"text": "x" * 32_001}, 422), ({}, 422)):
         response = acme.post(f"/v1/namespaces/{ns}/memories", json=bad)
@@ -132,7 +119,7 @@ def test_add_writes_bullets_masks_secrets_and_cites_them(
     )
     assert streamed.status_code == 413
     assert streamed.json()["detail"] == "the body is larger; this route takes at most 1,048,576"
-    assert "z" * 100 not in _ws(served, ns).read_text(added["path"])
+    assert "z" * 100 not in served.local(ns).read_text(added["path"])
 
 
 @pytest.mark.parametrize(
@@ -146,7 +133,7 @@ def test_search_finds_what_the_library_finds(
     response = acme.get(f"/v1/namespaces/{ns}/search", params={"q": query, "limit": 5})
     assert response.status_code == 200, response.text
     served_hits = response.json()["hits"]
-    ws = _ws(served, ns)
+    ws = served.local(ns)
     index = MemoryIndex(ws)
     try:
         index.refresh()
@@ -220,7 +207,7 @@ def test_excerpt_reads_a_citation_as_memory_get_does(
     assert past_end.status_code == 422 and "past the end" in past_end.json()["detail"]
 
     # A ledger cited before it was archived is read from the archive.
-    ws = _ws(served, ns)
+    ws = served.local(ns)
     old = append_block(ws, ["an old fact"], header="Memory Add", day=date(2025, 1, 2))
     ws.write_text("memory/archive/2025-01-02.md", ws.read_text(old.rel))
     ws.delete(old.rel)
@@ -233,7 +220,7 @@ def test_ledgers_are_listed_in_pages_and_read_with_an_etag(
     served: Served, acme: httpx.Client, ns: str
 ) -> None:
     _add(acme, ns, "today's fact")
-    ws = _ws(served, ns)
+    ws = served.local(ns)
     days = [date(2026, 1, d) for d in (2, 3, 4, 5, 6)]
     for day in days:
         append_block(ws, [f"fact of {day}"], header="Memory Add", day=day)
@@ -269,7 +256,7 @@ def test_memory_md_is_read_with_its_version_as_etag(
     url = f"/v1/namespaces/{ns}/memory-md"
     first = acme.get(url)
     assert first.status_code == 200 and first.text == "# Memory\n"
-    ws = _ws(served, ns)
+    ws = served.local(ns)
     found = ws.read_versioned("MEMORY.md")
     assert found is not None and first.headers["etag"] == f'"{found.version}"'
     same = acme.get(url, headers={"If-None-Match": first.headers["etag"]})
@@ -321,7 +308,7 @@ def test_session_messages_are_logged_once_in_every_format(
     turn = {"role": "user", "content": [{"type": "text", "text": "hello"}]}
     anthropic = {"format": "anthropic", "system": "be brief", "messages": [turn]}
     assert _append(acme, ns, "s2", anthropic).json()["end_line"] == 2
-    log = SessionLog(_ws(served, ns), "s1").read()
+    log = SessionLog(served.local(ns), "s1").read()
     assert [r.msg.text for r in log.records][1:] == [
         "deployed to Frankfurt",
         "what about Frankfurt?",
@@ -370,7 +357,7 @@ def test_sessions_are_listed_read_and_searched_as_the_library_does(
     assert acme.get(f"{url}/nobody/messages").status_code == 404
 
     hits = acme.get(f"{url}/search", params={"q": "database password", "limit": 5}).json()
-    local = find_in_sessions(_ws(served, ns), "database password", 5)
+    local = find_in_sessions(served.local(ns), "database password", 5)
     assert [(h["citation"], h["score"], h["text"]) for h in hits] == [
         (h.citation, h.score, h.text) for h in local
     ]

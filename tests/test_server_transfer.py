@@ -32,10 +32,6 @@ def admin(served: Served) -> Iterator[httpx.Client]:
         yield client
 
 
-def _ws(served: Served, ns: str) -> Workspace:
-    return Workspace(served.workspace, namespace=ns, create=False)
-
-
 def _files(ws: Workspace) -> dict[str, bytes]:
     return {rel: ws.read_bytes(rel) for rel in workspace_files(ws)}
 
@@ -85,7 +81,7 @@ def test_an_export_imported_elsewhere_is_byte_for_byte_the_same(
     source, target = fresh_namespace(), fresh_namespace()
     _fill(admin, source)
     archive = _export(admin, source)
-    expected = _files(_ws(served, source))
+    expected = _files(served.local(source))
     unpack_archive(io.BytesIO(archive), tmp_path / "unpacked")
     assert _files(Workspace(tmp_path / "unpacked", create=False)) == expected
 
@@ -97,7 +93,7 @@ def test_an_export_imported_elsewhere_is_byte_for_byte_the_same(
         "conflicts": [],
         "bytes": sum(len(data) for data in expected.values()),
     }
-    assert _files(_ws(served, target)) == expected
+    assert _files(served.local(target)) == expected
     again = _import(admin, target, archive).json()
     assert again == {"files": 0, "unchanged": len(expected), "conflicts": [], "bytes": 0}
     hits = admin.get(f"/v1/namespaces/{target}/search", params={"q": "approvals"}).json()
@@ -122,14 +118,14 @@ def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile
 def test_a_conflict_is_kept_unless_replace_is_asked(served: Served, admin: httpx.Client) -> None:
     ns = fresh_namespace()
     _fill(admin, ns)
-    kept = _ws(served, ns).read_bytes("MEMORY.md")
+    kept = served.local(ns).read_bytes("MEMORY.md")
     other = _archive([(_member("MEMORY.md"), b"# Memory\n\n- another team's view\n")])
     conflict = _import(admin, ns, other)
     assert conflict.json()["conflicts"] == [f"{ns}:MEMORY.md"] and conflict.json()["files"] == 0
-    assert _ws(served, ns).read_bytes("MEMORY.md") == kept
+    assert served.local(ns).read_bytes("MEMORY.md") == kept
     replaced = _import(admin, ns, other, replace="true").json()
     assert replaced["files"] == 1 and replaced["conflicts"] == []
-    assert _ws(served, ns).read_bytes("MEMORY.md") == b"# Memory\n\n- another team's view\n"
+    assert served.local(ns).read_bytes("MEMORY.md") == b"# Memory\n\n- another team's view\n"
 
 
 Members = list[tuple[tarfile.TarInfo, bytes]]
@@ -199,20 +195,20 @@ def test_a_hostile_archive_is_refused_whole_with_the_reason(
 ) -> None:
     ns = fresh_namespace()
     _fill(admin, ns)
-    before = _files(_ws(served, ns))
+    before = _files(served.local(ns))
     build, reason = HOSTILE[kind]
     refused = _import(admin, ns, build())
     assert refused.status_code == 422, refused.text
     assert refused.headers["content-type"] == "application/problem+json"
     assert reason in refused.json()["detail"]
-    assert _files(_ws(served, ns)) == before
+    assert _files(served.local(ns)) == before
     assert not Workspace(served.workspace, namespace="beta.victim", create=False).exists()
 
 
 def test_an_archive_cannot_plant_the_server_s_files(served: Served, admin: httpx.Client) -> None:
     ns = fresh_namespace()
     _fill(admin, ns)
-    before = _files(_ws(served, ns))
+    before = _files(served.local(ns))
     planted = _archive(
         [
             (_member(".memdir-server/keys.json"), b'{"version": 1, "keys": []}'),
@@ -221,7 +217,7 @@ def test_an_archive_cannot_plant_the_server_s_files(served: Served, admin: httpx
     )
     done = _import(admin, ns, planted)
     assert done.json() == {"files": 0, "unchanged": 0, "conflicts": [], "bytes": 0}
-    assert _files(_ws(served, ns)) == before
+    assert _files(served.local(ns)) == before
 
 
 def test_a_body_over_the_import_limit_is_413_before_it_is_read(served: Served) -> None:
@@ -271,10 +267,10 @@ def test_export_and_import_need_an_admin_key_of_the_tenant(served: Served) -> No
     with served.client("acme_admin") as admin:
         _fill(admin, ns)
         archive = _export(admin, ns)
-    before = _files(_ws(served, ns))
+    before = _files(served.local(ns))
     for key, status in (("acme_read", 403), ("acme_write", 403), ("beta_admin", 404), (None, 401)):
         with served.client(key) as client:
             assert client.get(f"/v1/namespaces/{ns}/export").status_code == status, key
             refused = _import(client, ns, archive, replace="true")
             assert refused.status_code == status, (key, refused.text)
-    assert _files(_ws(served, ns)) == before
+    assert _files(served.local(ns)) == before

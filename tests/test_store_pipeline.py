@@ -10,17 +10,16 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+from _scripted_agent import compacting_agent, scripted_model
 from memdir import HarnessAgent
 from memdir.agent import list_files, read_file, write_file
-from memdir.compaction import CompactionConfig
-from memdir.eviction import ToolResultEvictionConfig
 from memdir.memory import MemoryConsolidator, MemoryFlushManager
 from memdir.memory._lease import Lease
 from memdir.memory._retention import expire_ledgers, prune_old_files
-from memdir.messages import Msg, ToolUseBlock
+from memdir.messages import Msg
 from memdir.models import ExtractiveModel
 from memdir.sessions import SessionLog, list_sessions
-from memdir.testing import FunctionModel, ModelCall
+from memdir.testing import FunctionModel
 from memdir.tools import memory_add, memory_get
 from memdir.workspace import Workspace
 
@@ -30,6 +29,7 @@ CONVO = [
     Msg.user("My favourite editor theme is gruvbox."),
     Msg.assistant("Got it, gruvbox."),
 ]
+SUMMARY = "We chose PostgreSQL 16."
 
 
 async def test_flush_writes_each_fact_once(any_ws: Workspace) -> None:
@@ -75,33 +75,7 @@ def test_session_logs_append_dedupe_and_list(any_ws: Workspace) -> None:
 
 def test_an_agent_compacts_offloads_evicts_and_resumes(any_ws: Workspace) -> None:
     big = "line of tool output with an error near the end\n" * 4_000
-
-    def dump() -> str:
-        """Dump the build log."""
-        return big
-
-    def model(call: ModelCall) -> Msg | str:
-        if call.task == "summarize":
-            return (
-                "## SESSION INTENT\nMigrate the shop.\n## SUMMARY\nWe chose PostgreSQL 16.\n"
-                "## ARTIFACTS\nNone\n## NEXT STEPS\nRun the backfill."
-            )
-        if call.task is not None:
-            return "NO_REPLY"
-        last = call.messages[-1]
-        if last.role == "user" and "log" in last.text:
-            return Msg.assistant(tool_calls=[ToolUseBlock(id="c1", name="dump", input={})])
-        return f"ok: {last.text[:40]}"
-
-    agent = HarnessAgent(
-        model=FunctionModel(model),
-        workspace=any_ws,
-        tools=[dump],
-        compaction=CompactionConfig(trigger_messages=6, keep_messages=2),
-        tool_result_eviction=ToolResultEvictionConfig.defaults(),
-        memory_flush=False,
-        maintenance=None,
-    )
+    agent = compacting_agent(any_ws, summary=SUMMARY, tool_output=big, echo=40)
     agent.call_sync("Show me the build log.")
     for i in range(4):
         agent.call_sync(f"Question {i} about the migration plan, with some detail to it.")
@@ -113,7 +87,10 @@ def test_an_agent_compacts_offloads_evicts_and_resumes(any_ws: Workspace) -> Non
     evicted = list(any_ws.walk("large_tool_results"))
     assert evicted and evicted[0][1].size == len(big.encode())
     again = HarnessAgent(
-        model=FunctionModel(model), workspace=any_ws, memory_flush=False, maintenance=None
+        model=scripted_model(SUMMARY, echo=40),
+        workspace=any_ws,
+        memory_flush=False,
+        maintenance=None,
     )
     assert [m.id for m in again.history()] == [m.id for m in history]
 

@@ -9,25 +9,23 @@ from typing import Literal
 import click
 
 from memdir.cli._common import EXIT_HELP, CliState, info, pass_state
+from memdir.cli._options import shown
 
 
 @click.command("mcp", epilog=EXIT_HELP)
-@click.option(
+@shown(
     "--transport",
-    type=click.Choice(["stdio", "http"]),
-    default="stdio",
-    show_default=True,
-    help="stdio for desktop clients; http serves streamable HTTP at http://HOST:PORT/mcp.",
+    click.Choice(["stdio", "http"]),
+    "stdio",
+    "stdio for desktop clients; http serves streamable HTTP at http://HOST:PORT/mcp.",
 )
-@click.option(
+@shown(
     "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Interface for --transport http: loopback only (memdir serve serves other hosts).",
+    None,
+    "127.0.0.1",
+    "Interface for --transport http: loopback only (memdir serve serves other hosts).",
 )
-@click.option(
-    "--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port for http."
-)
+@shown("--port", click.IntRange(1, 65535), 8000, "Port for http.")
 @click.option(
     "--read-only", is_flag=True, help="Expose only the tools that read (all but memory_add)."
 )
