@@ -169,3 +169,11 @@ def test_every_page_of_the_application_asks_for_a_login(tmp_path: Path) -> None:
             answer = client.get(path, follow_redirects=False)
             assert answer.status_code == 303, route.path
             assert answer.headers["location"].startswith("/ui/login?next="), route.path
+
+
+def test_without_the_ui_no_page_is_served(tmp_path: Path) -> None:
+    """``memdir serve --no-ui``."""
+    app = create_app(ServerSettings(workspace=str(tmp_path / "ws"), maintenance=False, ui=False))
+    assert not [r for r in app.routes if getattr(r, "path", "").startswith("/ui")]
+    with TestClient(app) as client:
+        assert client.get("/ui/login").status_code == 404

@@ -146,6 +146,8 @@ _METRICS = stacked(
                  "$MEMDIR_METRICS_TOKEN); without either, /metrics answers loopback clients "
                  "only."),
     click.option("--no-metrics", is_flag=True, help="Count nothing; /metrics answers 404."),
+    click.option("--no-ui", is_flag=True,
+                 help="Leave out the web UI (/ui, where a tenant logs in with a key)."),
 )  # fmt: skip
 
 
@@ -174,11 +176,13 @@ def serve_cmd(
     idempotency_ttl: timedelta,
     metrics_token_file: str | None,
     no_metrics: bool,
+    no_ui: bool,
     **options: Any,
 ) -> None:
     """Serve the workspace's namespaces over HTTP (REST under /v1, MCP at /mcp) to the
     holders of keys.
 
+    The web UI is at /ui/: a tenant logs in with one of its keys (docs/ui.md).
     Each key (memdir keys create) reaches its tenant's namespaces, '<tenant>.*'. With
     --jwks-url, --jwt-issuer and --jwt-audience, bearer JWTs of that identity provider are
     taken too: the claim memdir_tenant names the tenant, scope names memdir:read, memdir:write
@@ -208,6 +212,7 @@ def serve_cmd(
         maintenance=not no_maintenance,
         idempotency_ttl=idempotency_ttl.total_seconds(),
         metrics=not no_metrics,
+        ui=not no_ui,
         metrics_token_file=str(Path(metrics_token_file).resolve()) if metrics_token_file else None,
         **options,  # every other option is the setting of its name
     )
