@@ -100,7 +100,7 @@ def delete_page(request: Request, ns: str, viewer: CurrentViewer) -> Response:
 async def delete_apply(request: Request, ns: str, viewer: CurrentViewer) -> Response:
     """Delete the namespace when its name was typed out; then the overview says so."""
     form = await read_form(request, viewer)
-    ws = await anyio.to_thread.run_sync(ui_namespace, request, viewer, ns)
+    ws = await anyio.to_thread.run_sync(lambda: ui_namespace(request, viewer, ns))
     _deletable(viewer, ns)
     if form.get("confirm", "").strip() != ns:
         held = await anyio.to_thread.run_sync(holdings, request, ws, ns)

@@ -60,7 +60,8 @@ class PlaceRow:
 def _what(path: str) -> tuple[str, str]:
     """What the file at ``path`` is, and what an erasure does to its lines there."""
     if match := _LEDGER.match(path):
-        return ("archived daily ledger" if match[1] else "daily ledger"), "replaced by erasure lines"
+        what = "archived daily ledger" if match[1] else "daily ledger"
+        return what, "replaced by erasure lines"
     if path == "MEMORY.md":
         return "MEMORY.md (what the agent is given)", "removed"
     if path.startswith("memory/.history/MEMORY."):
@@ -217,7 +218,7 @@ def _by(viewer: Viewer) -> str:
 async def forget_apply(request: Request, ns: str, viewer: CurrentViewer) -> Response:
     """Erase the fact the confirmed preview showed, if the plan is still the same."""
     form = await read_form(request, viewer)
-    ws = await anyio.to_thread.run_sync(ui_namespace, request, viewer, ns)
+    ws = await anyio.to_thread.run_sync(lambda: ui_namespace(request, viewer, ns))
     require(viewer, Scope.WRITE, "Forgetting a fact")
     target = target_of(
         form.get("text", ""), form.get("citation", ""), form.get("search", ""),

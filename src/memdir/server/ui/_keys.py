@@ -122,9 +122,15 @@ def _mint(viewer: Viewer, form: dict[str, str]) -> tuple[str, KeyRecord]:
         raise Refused(403, "a key of another tenant cannot be made here")
     else:
         tenant = viewer.tenant
-    now = datetime.now(UTC)
     prefix = form.get("namespace_prefix", "").strip() or None
     namespace = form.get("namespace", "").strip() or None
+    if not viewer.local:
+        prefix = prefix or grant.prefix
+        asked_reach = Grant(tenant=tenant, prefix=prefix, namespace=namespace)
+        if not within(asked_reach, grant):
+            reach = grant.namespace or f"{grant.prefix}*"
+            raise Refused(403, f"a key can reach only namespaces your own key reaches ({reach})")
+    now = datetime.now(UTC)
     key, record = mint_key(
         tenant=tenant,
         scope=Scope.parse(form.get("scope", "")),
@@ -134,9 +140,6 @@ def _mint(viewer: Viewer, form: dict[str, str]) -> tuple[str, KeyRecord]:
         label=form.get("label", "").strip(),
         expires_at=_expiry(form.get("expires_days", ""), now),
     )
-    if not viewer.local and not within(record.grant, grant):
-        reach = grant.namespace or f"{grant.prefix}*"
-        raise Refused(403, f"a key can reach only namespaces your own key reaches ({reach})")
     return key, record
 
 
