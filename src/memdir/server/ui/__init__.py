@@ -8,7 +8,9 @@ family each:
 - :mod:`._session` and :mod:`._login`: who is looking, the session cookie, CSRF;
 - :mod:`._render`, :mod:`._pages`, :mod:`._links`, :mod:`._blocks`: what pages share;
 - :mod:`._overview`: the namespaces and their state;
-- :mod:`._memory`: ``MEMORY.md`` with each bullet's provenance.
+- :mod:`._memory`: ``MEMORY.md`` with each bullet's provenance;
+- :mod:`._forget`, :mod:`._delete` and :mod:`._keys`: forgetting a fact (previewed, then
+  confirmed), deleting a namespace, and the tenant's API keys.
 """
 
 from __future__ import annotations
@@ -24,9 +26,16 @@ __all__ = ["install_ui"]
 
 
 def _routers() -> list[object]:
-    from memdir.server.ui import _login, _memory, _overview
+    from memdir.server.ui import _delete, _forget, _keys, _login, _memory, _overview
 
-    return [_login.router, _overview.router, _memory.router]
+    return [
+        _login.router,
+        _overview.router,
+        _memory.router,
+        _forget.router,
+        _delete.router,
+        _keys.router,
+    ]
 
 
 async def _login_required(request: Request, exc: Exception) -> Response:
