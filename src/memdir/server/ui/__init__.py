@@ -8,7 +8,9 @@ family each:
 - :mod:`._session` and :mod:`._login`: who is looking, the session cookie, CSRF;
 - :mod:`._render`, :mod:`._pages`, :mod:`._links`, :mod:`._blocks`: what pages share;
 - :mod:`._overview`: the namespaces and their state;
-- :mod:`._memory`: ``MEMORY.md`` with each bullet's provenance.
+- :mod:`._memory`: ``MEMORY.md`` with each bullet's provenance;
+- :mod:`._history`, :mod:`._edit`, :mod:`._diff`: ``MEMORY.md``'s versions, their diffs,
+  editing it and restoring a version.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ __all__ = ["install_ui"]
 
 
 def _routers() -> list[object]:
-    from memdir.server.ui import _login, _memory, _overview
+    from memdir.server.ui import _edit, _history, _login, _memory, _overview
 
-    return [_login.router, _overview.router, _memory.router]
+    return [_login.router, _overview.router, _memory.router, _history.router, _edit.router]
 
 
 async def _login_required(request: Request, exc: Exception) -> Response:
