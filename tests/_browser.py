@@ -85,10 +85,17 @@ class Page:
         return self
 
     def logout(self) -> None:
-        """Log out (the form in the header)."""
+        """Log out (the form in the header), and wait for the login page."""
         from selenium.webdriver.common.by import By
 
         self.driver.find_element(By.CSS_SELECTOR, "form.logout button").click()
+        self.wait_for_path("/ui/login")
+
+    def wait_for_path(self, prefix: str, timeout: float = 60) -> None:
+        """Wait until the page shown is at ``prefix`` (a click's navigation is asynchronous)."""
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        WebDriverWait(self.driver, timeout).until(lambda _: self.path.startswith(prefix))
 
     @property
     def path(self) -> str:

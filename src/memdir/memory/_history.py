@@ -3,7 +3,9 @@
 Before every rewrite the current file is saved as ``MEMORY.<UTC instant>.md`` (the newest
 ``keep`` versions are kept). Every run, applied or refused, appends one JSON line to
 ``consolidation.log.jsonl``: when, which model, the status, and the added / changed / removed
-bullets. ``memdir memory history`` prints it.
+bullets; a run (or a replace) that wrote the file also records the SHA-256 of what it wrote
+(``sha256``), which tells who made each kept version (:mod:`._versions`). ``memdir memory
+history`` prints it.
 """
 
 from __future__ import annotations
@@ -68,11 +70,13 @@ def log_run(
     trimmed: Sequence[str] = (),
     history: str | None = None,
     provenance: dict[str, int] | None = None,
+    written_sha256: str | None = None,
 ) -> None:
     """Record one consolidation run (``diff`` when applied, ``removed`` when refused for them).
 
     ``provenance`` counts, for an applied run, the source ids the model invented (dropped),
-    the bullets left unsourced and those quoted as untrusted instructions.
+    the bullets left unsourced and those quoted as untrusted instructions. ``written_sha256``
+    is the digest of the ``MEMORY.md`` the run wrote (``None``: it wrote nothing).
 
     A failure to write is logged, not raised: the run itself is already done or refused.
     """
@@ -104,6 +108,8 @@ def log_run(
         )
         if provenance is not None:
             record["provenance"] = provenance
+        if written_sha256 is not None:
+            record["sha256"] = written_sha256
     elif removed:
         record.update(would_remove=list(removed), counts={"would_remove": len(removed)})
     try:

@@ -129,6 +129,8 @@ class _Run:
     batches: int = 0
     erasures: str = ""
     """The erasure mark when the run began: a fact erased since must not come back."""
+    wrote: str | None = None
+    """The SHA-256 of the ``MEMORY.md`` the last batch wrote (``None``: it wrote nothing)."""
 
 
 class MemoryConsolidator:
@@ -413,6 +415,7 @@ class MemoryConsolidator:
         if now_text != before:
             log.warning("consolidation: MEMORY.md changed during the run; it was left as is")
             return "memory_changed"
+        run.wrote = None
         if final == before:
             save_records(ws, records, keep=())
             state.files.update(marks)
@@ -437,6 +440,7 @@ class MemoryConsolidator:
             log.warning("consolidation: MEMORY.md changed during the run; it was left as is")
             return "memory_changed"
         pause_point("consolidate:after-replace")
+        run.wrote = sha256(encoded)
         state.recover(sha256(encoded))
         state.save(ws)
         save_records(ws, records, keep=())
@@ -481,6 +485,7 @@ class MemoryConsolidator:
             trimmed=trimmed or [],
             history=run.history,
             provenance=provenance,
+            written_sha256=run.wrote if diff is not None else None,
         )
 
     def _result(

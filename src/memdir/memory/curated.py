@@ -10,8 +10,9 @@ the HTTP API replaces it with an edited copy. :func:`replace_memory_md` does tha
   after its answer was lost is not a conflict;
 - secrets are masked, as on every write path; the text is at most :data:`MAX_MEMORY_MD_BYTES`;
 - the previous file is kept in ``memory/.history/``, and the edit is recorded in the
-  consolidation log (status ``"replaced"``, ``by`` who), so ``memdir memory history`` shows
-  human edits between the consolidations;
+  consolidation log (status ``"replaced"``, ``by`` who, the ``sha256`` of the text written),
+  so ``memdir memory history`` shows human edits between the consolidations and the history
+  page tells which version a person made;
 - the search index is brought up to date for ``MEMORY.md``.
 """
 
@@ -27,6 +28,7 @@ from memdir.errors import ConfigError, MemdirError, ToolInputError, VersionConfl
 from memdir.memory._checks import check_callable, check_int
 from memdir.memory._entries import diff_entries, parse_bullets
 from memdir.memory._history import save_version, write_log
+from memdir.memory._state import sha256
 from memdir.memory._testpoint import pause_point
 from memdir.provenance._records import load_memory_records, reconcile, save_records
 from memdir.redact import Redactor
@@ -124,7 +126,7 @@ def replace_memory_md(
     after = ws.read_versioned(MEMORY_MD)
     new_version = after.version if after is not None and after.data == data else None
     after_text = data.decode("utf-8")
-    _record(ws, by, before, after_text, history)
+    _record(ws, by, before, after_text, history, sha256(data))
     _provenance(ws, after_text, by)
     return CuratedWrite(
         version=new_version,
@@ -164,7 +166,9 @@ def _conflict(current: str | None) -> VersionConflict:
     )
 
 
-def _record(ws: Workspace, by: str, before: str, after: str, history: str | None) -> None:
+def _record(
+    ws: Workspace, by: str, before: str, after: str, history: str | None, digest: str
+) -> None:
     diff = diff_entries(
         [b.text for b in parse_bullets(before)], [b.text for b in parse_bullets(after)]
     )
@@ -185,6 +189,7 @@ def _record(ws: Workspace, by: str, before: str, after: str, history: str | None
             "unchanged": diff.unchanged,
         },
         "history": history,
+        "sha256": digest,  # of what was written: tells this version's maker in the history
     }
     try:
         write_log(ws, record)

@@ -9,6 +9,8 @@ family each:
 - :mod:`._render`, :mod:`._pages`, :mod:`._links`, :mod:`._blocks`: what pages share;
 - :mod:`._overview`: the namespaces and their state;
 - :mod:`._memory`: ``MEMORY.md`` with each bullet's provenance;
+- :mod:`._history`, :mod:`._edit`, :mod:`._diff`: ``MEMORY.md``'s versions, their diffs,
+  editing it and restoring a version.
 - :mod:`._forget`, :mod:`._delete` and :mod:`._keys`: forgetting a fact (previewed, then
   confirmed), deleting a namespace, and the tenant's API keys.
 """
@@ -26,12 +28,23 @@ __all__ = ["install_ui"]
 
 
 def _routers() -> list[object]:
-    from memdir.server.ui import _delete, _forget, _keys, _login, _memory, _overview
+    from memdir.server.ui import (
+        _delete,
+        _edit,
+        _forget,
+        _history,
+        _keys,
+        _login,
+        _memory,
+        _overview,
+    )
 
     return [
         _login.router,
         _overview.router,
         _memory.router,
+        _history.router,
+        _edit.router,
         _forget.router,
         _delete.router,
         _keys.router,

@@ -20,10 +20,30 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/ui/ns/{ns}", include_in_schema=False)
 
+_NOTICES = {
+    "saved": "MEMORY.md is saved; the version it replaced is kept in the history.",
+    "restored": (
+        "The earlier version is MEMORY.md again; the one it replaced is kept in the history."
+    ),
+    "unchanged": "MEMORY.md already held that text; nothing changed.",
+}
+
+
+def _notice(notice: str, masked: str) -> str:
+    """What a form that led here did (a fixed sentence: an address cannot put words on the
+    page)."""
+    said = _NOTICES.get(notice, "")
+    if said and masked.isdigit() and int(masked) > 0:
+        said += f" {int(masked)} secret(s) in the text were masked."
+    return said
+
 
 @router.get("/")
-def memory_md(request: Request, ns: str, viewer: CurrentViewer) -> Response:
-    """``MEMORY.md`` rendered, each bullet with its kind, origin and a link to its sources."""
+def memory_md(
+    request: Request, ns: str, viewer: CurrentViewer, notice: str = "", masked: str = ""
+) -> Response:
+    """``MEMORY.md`` rendered, each bullet with its kind, origin and a link to its sources
+    (after an edit or a restore, with a ``notice`` of it)."""
     ws = ui_namespace(request, viewer, ns)
     found = ws.read_versioned(MEMORY_MD)
     text = found.data.decode("utf-8", "replace") if found is not None else ""
@@ -38,6 +58,7 @@ def memory_md(request: Request, ns: str, viewer: CurrentViewer) -> Response:
         records=records,
         exists=found is not None,
         version=found.version if found is not None else None,
+        notice=_notice(notice, masked),
     )
 
 
