@@ -8,7 +8,13 @@ family each:
 - :mod:`._session` and :mod:`._login`: who is looking, the session cookie, CSRF;
 - :mod:`._render`, :mod:`._pages`, :mod:`._links`, :mod:`._blocks`: what pages share;
 - :mod:`._overview`: the namespaces and their state;
-- :mod:`._memory`: ``MEMORY.md`` with each bullet's provenance.
+- :mod:`._memory`: ``MEMORY.md`` with each bullet's provenance;
+- :mod:`._ledgers`: the daily ledgers, and a memory file at a line (:mod:`._sources`,
+  :mod:`._paging`);
+- :mod:`._sessions`: the logged sessions, searched, and one read as a transcript
+  (:mod:`._transcript`);
+- :mod:`._search`: memory and sessions searched as the agent does, the matched words
+  marked (:mod:`._highlight`).
 """
 
 from __future__ import annotations
@@ -24,9 +30,16 @@ __all__ = ["install_ui"]
 
 
 def _routers() -> list[object]:
-    from memdir.server.ui import _login, _memory, _overview
+    from memdir.server.ui import _ledgers, _login, _memory, _overview, _search, _sessions
 
-    return [_login.router, _overview.router, _memory.router]
+    return [
+        _login.router,
+        _overview.router,
+        _memory.router,
+        _ledgers.router,
+        _sessions.router,
+        _search.router,
+    ]
 
 
 async def _login_required(request: Request, exc: Exception) -> Response:
