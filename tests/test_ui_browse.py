@@ -66,6 +66,16 @@ def page(browser_on: Page) -> Page:
     return fresh(browser_on)
 
 
+def login(ui: UiServer, page: Page) -> Page:
+    """``page`` logged in with the read key, once the login's answer has loaded (a page
+    opened before it would be sent to the login page)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page.login(ui.key("acme_read"))
+    WebDriverWait(page.driver, 60).until(lambda d: "/ui/login" not in d.current_url)
+    return page
+
+
 def targeted(page: Page) -> Any:
     """The element the address's fragment targets (``None``: none)."""
     return page.driver.execute_script("return document.querySelector(':target')")
@@ -83,7 +93,7 @@ def get(ui: UiServer, path: str, key: str = "acme_read") -> Any:
 def test_a_chinese_search_marks_the_words_and_its_citation_opens_the_ledger_line(
     ui: UiServer, page: Page
 ) -> None:
-    page.login(ui.key("acme_read"))
+    login(ui, page)
     page.open(f"/ui/ns/{NS}/search?q={quote('用户的猫叫小橘')}")
     page.screenshot("search")
     hit = next(
@@ -109,7 +119,7 @@ def test_a_chinese_search_marks_the_words_and_its_citation_opens_the_ledger_line
 def test_a_memory_bullet_leads_to_its_ledger_line_and_the_conversation_message(
     ui: UiServer, page: Page
 ) -> None:
-    page.login(ui.key("acme_read"))
+    login(ui, page)
     page.open(f"/ui/ns/{NS}/")
     bullet = next(b for b in page.all(".bullet") if "pytest" in b.text)
     bullet.find_element("partial link text", "sources").click()
@@ -129,7 +139,7 @@ def test_a_memory_bullet_leads_to_its_ledger_line_and_the_conversation_message(
 def test_the_ledgers_are_listed_newest_first_and_a_day_says_where_each_bullet_came_from(
     ui: UiServer, page: Page
 ) -> None:
-    page.login(ui.key("acme_read"))
+    login(ui, page)
     page.open(f"/ui/ns/{NS}/ledgers")
     page.screenshot("ledgers")
     days = [a.text for a in page.all("table.ledgers tbody th a")]
@@ -144,7 +154,7 @@ def test_the_ledgers_are_listed_newest_first_and_a_day_says_where_each_bullet_ca
 def test_a_transcript_shows_each_compaction_summary_with_the_messages_it_replaced(
     ui: UiServer, page: Page
 ) -> None:
-    page.login(ui.key("acme_read"))
+    login(ui, page)
     page.open(f"/ui/ns/{COMPACTED_NS}/sessions")
     page.screenshot("sessions")
     page.click_link("compacted")
@@ -162,7 +172,7 @@ def test_a_transcript_shows_each_compaction_summary_with_the_messages_it_replace
 
 
 def test_stored_markup_is_shown_as_text_and_never_runs(ui: UiServer, page: Page) -> None:
-    page.login(ui.key("acme_read"))
+    login(ui, page)
     page.open(f"/ui/ns/{NS}/search?q=xssprobe&in=both")  # checks that nothing ran
     hits = page.all("li.hit")
     assert len(hits) >= 2, "a memory hit and a session hit"
@@ -216,6 +226,7 @@ def test_another_tenants_reading_pages_are_404_and_show_nothing(ui: UiServer) ->
 def test_bad_parameters_are_a_page_saying_what_to_give(ui: UiServer) -> None:
     for path, words in (
         ("ledgers/2026-13-45", "YYYY-MM-DD"),
+        ("ledgers/2026-W01-1", "YYYY-MM-DD"),
         ("file?path=MEMORY.md&line=abc", "line must be"),
         ("file", "say which file"),
         ("search?q=x&mode=fuzzy", "lexical or hybrid"),

@@ -4,6 +4,7 @@ where each bullet came from, and a memory file at a line (what a memory citation
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -26,6 +27,7 @@ __all__ = ["router"]
 router = APIRouter(prefix="/ui/ns/{ns}", include_in_schema=False)
 
 LEDGERS_PER_PAGE: Final = 50
+_DAY: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 FILE_LINES: Final = 200
 """Lines of a file one page shows (a window around the cited line)."""
 
@@ -62,10 +64,10 @@ def ledger(request: Request, ns: str, day: str, viewer: CurrentViewer) -> Respon
     came from."""
     ws = ui_namespace(request, viewer, ns)
     try:
-        date = dt.date.fromisoformat(day)
+        date = dt.date.fromisoformat(day) if _DAY.fullmatch(day) else None
     except ValueError:
-        raise Refused(400, "a ledger's day is written YYYY-MM-DD") from None
-    if len(day) != len("YYYY-MM-DD"):
+        date = None
+    if date is None:
         raise Refused(400, "a ledger's day is written YYYY-MM-DD")
     rel, lines = read_lines(ws, f"{MEMORY_DIR}/{date.isoformat()}.md")
     return page(
