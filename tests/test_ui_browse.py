@@ -44,6 +44,7 @@ def ui(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
             str(TRANSCRIPTS / "coupon-api.claude-code.jsonl"),
             "--trigger-messages", "6", "--keep-messages", "2", "--session-id", "compacted",
         )  # fmt: skip
+        memdir("-w", ws, "--namespace", COMPACTED_NS, "index", "--embedder", "e5")  # hybrid
         memdir("-w", ws, "--namespace", NS, "add", HOSTILE)
         facts = "\n".join(f"bigfile fact number {n}" for n in range(1, BIG_LINES + 1))
         memdir("-w", ws, "--namespace", BIG_NS, "add", facts)
@@ -250,6 +251,15 @@ def test_hybrid_asked_for_without_vectors_says_so_and_shows_the_lexical_hits(
     sessions = get(ui, f"/ui/ns/{NS}/search?q=pytest&in=sessions")
     assert "In memory" not in sessions.text
     assert f"/ui/ns/{NS}/sessions/billing-migration?line=" in sessions.text
+
+
+def test_with_vectors_the_search_is_hybrid_and_lexical_can_be_asked_for(ui: UiServer) -> None:
+    hybrid = get(ui, f"/ui/ns/{COMPACTED_NS}/search?q=Wang+Lei")
+    assert "In memory (hybrid)" in hybrid.text and "not available" not in hybrid.text
+    lexical = get(ui, f"/ui/ns/{COMPACTED_NS}/search?q=Wang+Lei&mode=lexical")
+    assert "In memory (lexical)" in lexical.text and "not available" not in lexical.text
+    hits = lexical.text.split('<li class="hit">')[1:]
+    assert hits and all("<mark>Wang</mark>" in hit for hit in hits), "words only"
 
 
 def test_a_large_file_shows_a_window_around_the_cited_line(ui: UiServer) -> None:
