@@ -13,6 +13,12 @@ family each:
   editing it and restoring a version.
 - :mod:`._forget`, :mod:`._delete` and :mod:`._keys`: forgetting a fact (previewed, then
   confirmed), deleting a namespace, and the tenant's API keys.
+- :mod:`._ledgers`: the daily ledgers, and a memory file at a line (:mod:`._sources`,
+  :mod:`._paging`);
+- :mod:`._sessions`: the logged sessions, searched, and one read as a transcript
+  (:mod:`._transcript`);
+- :mod:`._search`: memory and sessions searched as the agent does, the matched words
+  marked (:mod:`._highlight`).
 """
 
 from __future__ import annotations
@@ -34,9 +40,12 @@ def _routers() -> list[object]:
         _forget,
         _history,
         _keys,
+        _ledgers,
         _login,
         _memory,
         _overview,
+        _search,
+        _sessions,
     )
 
     return [
@@ -45,6 +54,9 @@ def _routers() -> list[object]:
         _memory.router,
         _history.router,
         _edit.router,
+        _ledgers.router,
+        _sessions.router,
+        _search.router,
         _forget.router,
         _delete.router,
         _keys.router,

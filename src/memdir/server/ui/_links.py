@@ -29,6 +29,7 @@ def cite_url(ns: str, citation: str) -> str:
     prefix = SESSIONS_DIR + "/"
     if path.startswith(prefix) and path.endswith(".log.jsonl"):
         session = path[len(prefix) : -len(".log.jsonl")]
-        return ns_url(ns, f"sessions/{quote(session, safe='')}") + anchor
+        # The line in the query too: a long transcript pages to it and marks it.
+        return ns_url(ns, f"sessions/{quote(session, safe='')}", line=cited.start) + anchor
     line = cited.start
     return ns_url(ns, "file", path=path, line=line) + anchor
