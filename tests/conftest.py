@@ -173,3 +173,22 @@ def remote_ws(request: pytest.FixtureRequest, remote_servers: Any, clock: FixedC
 
     ws: Workspace = remote_workspace(remote_servers.get(request.param), tz="UTC", clock=clock)
     return ws
+
+
+# -- the web UI --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser_on(ui: Any) -> Iterator[Any]:
+    """One chromium for a UI test module, on the module's ``ui`` server (``tests/_ui.py``)."""
+    from _ui import browser_page
+
+    yield from browser_page(ui.url)
+
+
+@pytest.fixture
+def page(browser_on: Any) -> Any:
+    """The module's browser, logged out, for one test."""
+    from _ui import fresh
+
+    return fresh(browser_on)

@@ -21,8 +21,6 @@ from _ui import (
     OTHER_NS,
     TRANSCRIPTS,
     UiServer,
-    browser_page,
-    fresh,
     ui_server,
 )
 from memdir.server.ui._highlight import pieces
@@ -55,16 +53,6 @@ def ui(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
             )
             assert logged.status_code == 201, logged.text
         yield served
-
-
-@pytest.fixture(scope="module")
-def browser_on(ui: UiServer) -> Iterator[Page]:
-    yield from browser_page(ui.url)
-
-
-@pytest.fixture
-def page(browser_on: Page) -> Page:
-    return fresh(browser_on)
 
 
 def login(ui: UiServer, page: Page) -> Page:

@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 
 from _browser import Page
 from _server import memdir
-from _ui import CHINESE_FACT, NS, OTHER_FACT, OTHER_NS, UiServer, browser_page, fresh, ui_server
+from _ui import CHINESE_FACT, NS, OTHER_FACT, OTHER_NS, UiServer, ui_server
 from memdir.server.app import create_app
 from memdir.server.settings import ServerSettings
 
@@ -28,16 +28,6 @@ def ui(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[UiServer]:
     yield from ui_server(request, tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def browser_on(ui: UiServer) -> Iterator[Page]:
-    yield from browser_page(ui.url)
-
-
-@pytest.fixture
-def page(browser_on: Page) -> Page:
-    return fresh(browser_on)
 
 
 def field(html: str, name: str) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from _browser import Page
-from _ui import NS, OTHER_FACT, OTHER_NS, UiServer, browser_page, fresh, ui_server
+from _ui import NS, OTHER_FACT, OTHER_NS, UiServer, ui_server
 
 SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
 
@@ -24,16 +24,6 @@ def ui(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[UiServer]:
     yield from ui_server(request, tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def browser_on(ui: UiServer) -> Iterator[Page]:
-    yield from browser_page(ui.url)
-
-
-@pytest.fixture
-def page(browser_on: Page) -> Page:
-    return fresh(browser_on)
 
 
 def _wait_path(page: Page, start: str) -> None:

@@ -19,7 +19,7 @@ from starlette.testclient import TestClient
 
 from _browser import Page
 from _server import Served, create_key, memdir, serve_store
-from _ui import browser_page, fresh
+from _ui import UiServer
 from memdir.server.app import create_app
 from memdir.server.auth import Scope, mint_key, open_key_store
 from memdir.server.settings import ServerSettings
@@ -37,13 +37,8 @@ def served(
 
 
 @pytest.fixture(scope="module")
-def browser_on(served: Served) -> Iterator[Page]:
-    yield from browser_page(served.server.url)
-
-
-@pytest.fixture
-def page(browser_on: Page) -> Page:
-    return fresh(browser_on)
+def ui(served: Served) -> UiServer:
+    return UiServer(served)
 
 
 @contextmanager

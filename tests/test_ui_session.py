@@ -13,7 +13,7 @@ from fastapi.routing import APIRoute
 from starlette.testclient import TestClient
 
 from _browser import Page
-from _ui import NS, OTHER_FACT, OTHER_NS, UiServer, anonymous_get, browser_page, fresh, ui_server
+from _ui import NS, OTHER_FACT, OTHER_NS, UiServer, anonymous_get, ui_server
 from memdir.server.app import create_app
 from memdir.server.settings import ServerSettings
 from test_server_route_policy import UI_PUBLIC
@@ -24,16 +24,6 @@ def ui(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[UiServer]:
     yield from ui_server(request, tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def browser_on(ui: UiServer) -> Iterator[Page]:
-    yield from browser_page(ui.url)
-
-
-@pytest.fixture
-def page(browser_on: Page) -> Page:
-    return fresh(browser_on)
 
 
 def test_a_page_without_a_session_asks_for_a_login_and_comes_back_after_it(
@@ -48,6 +38,11 @@ def test_a_page_without_a_session_asks_for_a_login_and_comes_back_after_it(
     assert page.path == f"/ui/ns/{NS}/"
     assert "MEMORY.md" in page.text("h1")
     assert page.all(".bullet"), "the ingested conversations were consolidated into bullets"
+    page.screenshot("memory")
+    page.click_link("sources (1)")
+    assert page.path.startswith(f"/ui/ns/{NS}/why?at=MEMORY.md")
+    assert page.all(".chain .sources .cite"), "a consolidated bullet cites its ledger line"
+    page.screenshot("why")
 
 
 def test_a_wrong_or_revoked_key_is_refused_with_a_reason(ui: UiServer, page: Page) -> None:
