@@ -4,6 +4,7 @@ session's CSRF token, and the headers that keep stored text from running."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +15,10 @@ from starlette.testclient import TestClient
 
 from _browser import Page
 from _ui import NS, OTHER_FACT, OTHER_NS, UiServer, anonymous_get, ui_server
+from memdir.memory import MemoryConsolidator
 from memdir.server.app import create_app
 from memdir.server.settings import ServerSettings
+from memdir.testing import FunctionModel, ModelCall
 from test_server_route_policy import UI_PUBLIC
 
 
@@ -172,3 +175,20 @@ def test_without_the_ui_no_page_is_served(tmp_path: Path) -> None:
     assert not [r for r in app.routes if getattr(r, "path", "").startswith("/ui")]
     with TestClient(app) as client:
         assert client.get("/ui/login").status_code == 404
+
+
+def test_the_overview_shows_a_consolidation_that_failed_and_why(ui: UiServer, page: Page) -> None:
+    """A model that answers nothing: the run is logged as failed, and the overview says so."""
+    ns = "acme.failing"
+    ws = ui.served.local(ns)
+    ws.init()
+    ws.append_text(f"memory/{ws.today().isoformat()}.md", "- The build server is ci-7\n")
+
+    def blank(call: ModelCall) -> str:
+        return ""
+
+    done = asyncio.run(MemoryConsolidator(ws, FunctionModel(blank, name="blank")).consolidate())
+    assert done.skipped == "blank_answer"
+    page.login(ui.key("acme_read"))
+    row = next(r for r in page.all("table.overview tbody tr") if ns in r.text)
+    assert "failed" in row.text and "blank_answer" in row.text
