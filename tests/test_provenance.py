@@ -16,7 +16,7 @@ from memdir.messages import Msg
 from memdir.models import SOURCES_KEY
 from memdir.models.extractive import ExtractiveModel
 from memdir.provenance._records import load_memory_records
-from memdir.provenance._why import Link, why
+from memdir.provenance._why import Link, SourceFinder, why
 from memdir.sessions import SessionLog
 from memdir.store.archive import import_archive, write_archive
 from memdir.store.workspace import Workspace
@@ -180,3 +180,33 @@ def test_why_refuses_a_line_without_a_bullet(ws: Workspace) -> None:
     ws.write_text("MEMORY.md", "# Memory\n\n- one fact\n")
     assert memory_why("MEMORY.md#L1", workspace=ws).startswith("Error: MEMORY.md line 1 is not")
     assert memory_why("MEMORY.md", workspace=ws).startswith("Error: give a line")
+
+
+async def test_a_hits_sources_read_from_its_own_text_match_the_whole_ledgers(
+    ws: Workspace, clock: FixedClock
+) -> None:
+    """A search cites a few lines of ledgers thousands of lines long: their sources are read
+    from the hit's text (or the lines around it), and must be what the whole file says."""
+    await _flush_and_consolidate(ws, clock)
+    rel = "memory/2026-11-30.md"
+    add_memory(ws, "Jing prefers tabs over spaces\nThe staging database is on port 6543")
+    ws.append_text(rel, "- a bullet written by hand\n  with a continuation line\n  and another\n")
+    add_memory(ws, "The backfill runs from the ops host")
+    index = shared_index(ws)
+    index.refresh()
+    text = ws.read_text(rel)
+    found = 0
+    for bullet in parse_bullets(text):
+        first, last = bullet.first_line + 1, bullet.last_line + 1
+        content = "\n".join(text.splitlines()[first - 1 : last])
+        whole = SourceFinder(ws)
+        whole._window = lambda *args: None  # type: ignore[method-assign]
+        expected = whole.sources(rel, first, last)
+        assert expected, bullet.text
+        assert SourceFinder(ws).sources(rel, first, last, content) == expected
+        assert SourceFinder(ws).sources(rel, first, last) == expected
+        found += 1
+    assert found >= 5
+    for hit in index.search("backfill ops host staging port hand continuation", limit=10):
+        if hit.path == rel:
+            assert hit.sources == SourceFinder(ws).sources(rel, hit.line_number, hit.line_end)

@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memdir.errors import SessionLogError, ToolInputError
+from memdir.provenance._parsed import cached_parse
 from memdir.provenance._records import (
+    MEMORY_RECORDS_REL,
     LedgerRecord,
     MemoryRecord,
     bullet_id,
+    ledger_records_rel,
     load_memory_records,
     read_ledger_records,
     reconcile,
@@ -44,6 +47,8 @@ _KIND = {
     "unsourced": "unsourced (no valid source: written by hand, or by a model without one)",
 }
 _TEXT = 240
+_WINDOW_AFTER = 30
+"""Lines read past a cited ledger line, for the rest of its bullet."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +205,16 @@ def _messages(ws: Workspace, record: LedgerRecord) -> tuple[Link, ...]:
     return tuple(out)
 
 
+def _placed(bullets: Sequence[Bullet], first: int) -> list[Bullet]:
+    """``bullets`` parsed from text that starts at line ``first`` of its file, numbered as
+    in the file."""
+    shift = first - 1
+    return [
+        dataclasses.replace(b, first_line=b.first_line + shift, last_line=b.last_line + shift)
+        for b in bullets
+    ]
+
+
 class SourceFinder:
     """Cheap first-level sources of memory lines, for search hits and reads.
 
@@ -212,31 +227,72 @@ class SourceFinder:
         self.ws = ws
         self._files: dict[str, tuple[list[Bullet], list[MemoryRecord] | None]] = {}
         self._ledgers: dict[str, list[LedgerRecord]] = {}
+        self._lines: dict[str, tuple[str, ...]] = {}
 
     def _file(self, path: str) -> tuple[list[Bullet], list[MemoryRecord] | None]:
         if path not in self._files:
-            text = "\n".join(read_memory(self.ws, path, 1, None).lines)
-            bullets = parse_bullets(text)
-            records = (
-                reconcile(text, load_memory_records(self.ws), "") if path == MEMORY_MD else None
-            )
-            self._files[path] = (bullets, records)
+
+            def parse() -> tuple[list[Bullet], list[MemoryRecord] | None]:
+                text = "\n".join(read_memory(self.ws, path, 1, None).lines)
+                records = (
+                    reconcile(text, load_memory_records(self.ws), "") if path == MEMORY_MD else None
+                )
+                return parse_bullets(text), records
+
+            sidecars = (MEMORY_RECORDS_REL,) if path == MEMORY_MD else ()
+            self._files[path] = cached_parse(self.ws, (path, *sidecars), parse)
         return self._files[path]
 
-    def sources(self, path: str, first: int, last: int) -> tuple[str, ...]:
+    def sources(
+        self, path: str, first: int, last: int, content: str | None = None
+    ) -> tuple[str, ...]:
         """Citations of where the bullets on lines ``first..last`` of ``path`` came from.
 
         ``MEMORY.md``: ``memory/<day>.md#L<n>``; a ledger: ``sessions/<id>.log.jsonl#<message
         id>``, or how it was added (``added by a person (memdir add)``…); ``unsourced`` when
-        nothing is known. Never raises: provenance is an aid to a read, not its failure.
+        nothing is known. ``content``: the text of those lines, when the caller has it (a
+        search hit's), so a ledger need not be read. Never raises: provenance is an aid to a
+        read, not its failure.
         """
         try:
-            return self._sources(path, first, last)
+            return self._sources(path, first, last, content)
         except Exception:
             return ()
 
-    def _sources(self, path: str, first: int, last: int) -> tuple[str, ...]:
-        bullets, records = self._file(path)
+    def _given(self, content: str, first: int) -> list[Bullet] | None:
+        """The bullets of a hit's own text (a search unit is a whole bullet with its
+        continuation lines), placed at line ``first``; ``None`` if it does not start one."""
+        bullets = parse_bullets(content)
+        if not bullets or bullets[0].first_line != 0:
+            return None
+        return _placed(bullets, first)
+
+    def _window(self, path: str, first: int, last: int) -> list[Bullet] | None:
+        """The bullets that start on lines ``first..last`` of a ledger, read from those lines
+        and the few after them, not from the whole file (a search cites a few lines of
+        ledgers thousands of lines long); ``None`` when the window cannot tell (the lines
+        start inside a bullet, or one runs past the window)."""
+        if path not in self._lines:
+            self._lines[path] = read_memory(self.ws, path, 1, None).lines
+        lines = self._lines[path]
+        window = lines[first - 1 : last + _WINDOW_AFTER]
+        bullets = parse_bullets("\n".join(window))
+        if not bullets or bullets[0].first_line != 0:
+            return None
+        span = last - first
+        kept = [b for b in bullets if b.first_line <= span]
+        if kept[-1].last_line >= len(window) - 1 and last + _WINDOW_AFTER < len(lines):
+            return None
+        return _placed(kept, first)
+
+    def _sources(self, path: str, first: int, last: int, content: str | None) -> tuple[str, ...]:
+        window = None
+        if path != MEMORY_MD:
+            if content is not None:
+                window = self._given(content, first)
+            if window is None:
+                window = self._window(path, first, last)
+        bullets, records = (window, None) if window is not None else self._file(path)
         out: list[str] = []
         for n, bullet in enumerate(bullets):
             if bullet.first_line + 1 > last or bullet.last_line + 1 < first:
@@ -253,7 +309,10 @@ class SourceFinder:
     def _ledger_sources(self, path: str, bullet: Bullet) -> list[str]:
         name = path.rsplit("/", 1)[-1]
         if name not in self._ledgers:
-            self._ledgers[name] = read_ledger_records(self.ws, name)
+            rel = ledger_records_rel(name)
+            self._ledgers[name] = cached_parse(
+                self.ws, (rel,), lambda: read_ledger_records(self.ws, name)
+            )
         ident = bullet_id(bullet.text)
         mine = [r for r in self._ledgers[name] if r.id == ident]
         record = next((r for r in mine if r.line == bullet.first_line + 1), None)
@@ -273,7 +332,7 @@ def with_sources(ws: Workspace, hits: Sequence[SearchHit]) -> list[SearchHit]:
         return list(hits)
     finder = SourceFinder(ws)
     return [
-        dataclasses.replace(h, sources=finder.sources(h.path, h.line_number, h.line_end))
+        dataclasses.replace(h, sources=finder.sources(h.path, h.line_number, h.line_end, h.content))
         for h in hits
     ]
 
