@@ -30,6 +30,8 @@ COMPACTED_NS = "acme.compacted"
 BIG_NS = "acme.big"
 HOSTILE = "<script>alert(1)</script> xssprobe <img src=x onerror=alert(1)>"
 BIG_LINES = 450
+BUSY_NS = "acme.busy"
+BUSY_LINES = 1_200
 
 
 @pytest.fixture(scope="module", params=["files", "postgres"])
@@ -46,6 +48,8 @@ def ui(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
         memdir("-w", ws, "--namespace", NS, "add", HOSTILE)
         facts = "\n".join(f"bigfile fact number {n}" for n in range(1, BIG_LINES + 1))
         memdir("-w", ws, "--namespace", BIG_NS, "add", facts)
+        day_facts = "\n".join(f"busy day fact {n}" for n in range(1, BUSY_LINES + 1))
+        memdir("-w", ws, "--namespace", BUSY_NS, "add", day_facts)
         with served.served.client("acme_write") as client:
             logged = client.post(
                 f"/v1/namespaces/{NS}/sessions/hostile/messages",
@@ -264,6 +268,19 @@ def test_a_large_file_shows_a_window_around_the_cited_line(ui: UiServer) -> None
     assert earlier is not None and earlier[1].endswith(f"start={first - 200}")
     first = get(ui, f"/ui/ns/{BIG_NS}/file?path=memory/{day}.md")
     assert 'id="L1"' in first.text and 'id="L201"' not in first.text
+
+
+def test_a_busy_day_is_shown_a_page_of_lines_at_a_time(ui: UiServer) -> None:
+    listed = get(ui, f"/ui/ns/{BUSY_NS}/ledgers")
+    day = listed.text.split(f"/ui/ns/{BUSY_NS}/ledgers/")[1][:10]
+    first = get(ui, f"/ui/ns/{BUSY_NS}/ledgers/{day}").text
+    assert "busy day fact 1<" in first and 'id="L500"' in first and 'id="L501"' not in first
+    later = re.search(r'<a href="([^"]+)" rel="next">', first)
+    assert later is not None and later[1].endswith("start=501")
+    last = get(ui, f"/ui/ns/{BUSY_NS}/ledgers/{day}?start=1001").text
+    # line 1,202 (a heading first) holds the last fact, with its provenance and anchor
+    assert f"busy day fact {BUSY_LINES}<" in last and f'id="L{BUSY_LINES + 2}"' in last
+    assert 'id="L1000"' not in last and "added by a person" in last
 
 
 # -- without a server -------------------------------------------------------------------------

@@ -33,8 +33,9 @@ class Block:
     index: int = -1
 
 
-def blocks_of(text: str) -> list[Block]:
-    """The blocks of ``text``, in order; blank lines are dropped."""
+def blocks_of(text: str, first: int = 1) -> list[Block]:
+    """The blocks of ``text``, in order, numbered as lines ``first..`` of their file; blank
+    lines are dropped."""
     bullets = {b.first_line: (i, b) for i, b in enumerate(parse_bullets(text))}
     inside: set[int] = set()
     for _, bullet in bullets.values():
@@ -45,7 +46,7 @@ def blocks_of(text: str) -> list[Block]:
         stripped = line.strip()
         if number in bullets:
             index, bullet = bullets[number]
-            blocks.append(Block("bullet", bullet.text, number + 1, index=index))
+            blocks.append(Block("bullet", bullet.text, number + first, index=index))
             continue
         if number in inside:
             continue
@@ -55,10 +56,12 @@ def blocks_of(text: str) -> list[Block]:
         if not stripped:
             continue
         if fenced:
-            blocks.append(Block("code", line, number + 1))
+            blocks.append(Block("code", line, number + first))
         elif stripped.startswith("#") and stripped.lstrip("#").startswith(" "):
             level = len(stripped) - len(stripped.lstrip("#"))
-            blocks.append(Block("heading", stripped.lstrip("#").strip(), number + 1, level=level))
+            blocks.append(
+                Block("heading", stripped.lstrip("#").strip(), number + first, level=level)
+            )
         else:
-            blocks.append(Block("text", line, number + 1))
+            blocks.append(Block("text", line, number + first))
     return blocks

@@ -29,6 +29,8 @@ router = APIRouter(prefix="/ui/ns/{ns}", include_in_schema=False)
 LEDGERS_PER_PAGE: Final = 50
 _DAY: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 FILE_LINES: Final = 200
+DAY_LINES: Final = 500
+"""Lines of a ledger a day's page shows (a busy day holds thousands)."""
 """Lines of a file one page shows (a window around the cited line)."""
 
 
@@ -59,9 +61,9 @@ def ledgers(request: Request, ns: str, viewer: CurrentViewer, start: str = "") -
 
 
 @router.get("/ledgers/{day}")
-def ledger(request: Request, ns: str, day: str, viewer: CurrentViewer) -> Response:
+def ledger(request: Request, ns: str, day: str, viewer: CurrentViewer, start: str = "") -> Response:
     """One day's ledger (from the archive when it was archived), each bullet with where it
-    came from."""
+    came from, :data:`DAY_LINES` lines a page."""
     ws = ui_namespace(request, viewer, ns)
     try:
         date = dt.date.fromisoformat(day) if _DAY.fullmatch(day) else None
@@ -70,6 +72,8 @@ def ledger(request: Request, ns: str, day: str, viewer: CurrentViewer) -> Respon
     if date is None:
         raise Refused(400, "a ledger's day is written YYYY-MM-DD")
     rel, lines = read_lines(ws, f"{MEMORY_DIR}/{date.isoformat()}.md")
+    shown = window(len(lines), DAY_LINES, start=number(start, "start"))
+    part = lines[shown.first - 1 : shown.last]
     return page(
         request,
         "ledger.html",
@@ -79,8 +83,9 @@ def ledger(request: Request, ns: str, day: str, viewer: CurrentViewer) -> Respon
         day=date.isoformat(),
         path=rel,
         archived=rel.startswith(ARCHIVE_DIR + "/"),
-        blocks=blocks_of("\n".join(lines)),
-        origins=ledger_origins(ws, ns, rel, lines),
+        blocks=blocks_of("\n".join(part), first=shown.first),
+        origins=ledger_origins(ws, ns, rel, part, shown.first),
+        shown=shown,
     )
 
 
@@ -116,7 +121,8 @@ def file(
     at = number(line, "line") or cited.start
     rel, lines = read_lines(ws, requested)
     shown = window(len(lines), FILE_LINES, start=number(start, "start"), focus=at)
-    bullets = bullet_lines(lines)
+    part = lines[shown.first - 1 : shown.last]
+    bullets = bullet_lines(part, shown.first)
     rows = [Row(n, lines[n - 1], n == at, n in bullets) for n in range(shown.first, shown.last + 1)]
     return page(
         request,
@@ -129,5 +135,5 @@ def file(
         rows=rows,
         shown=shown,
         at=at,
-        origins=ledger_origins(ws, ns, rel, lines),
+        origins=ledger_origins(ws, ns, rel, part, shown.first),
     )

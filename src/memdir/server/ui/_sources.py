@@ -83,9 +83,12 @@ class Origin:
     url: str = ""
 
 
-def ledger_origins(ws: Workspace, ns: str, rel: str, lines: list[str]) -> dict[int, Origin]:
-    """The origin of each bullet of the ledger ``rel`` by its first line (1-based); ``{}``
-    for a file that is not a ledger. One read of the ledger's sidecar."""
+def ledger_origins(
+    ws: Workspace, ns: str, rel: str, lines: list[str], first: int = 1
+) -> dict[int, Origin]:
+    """The origin of each bullet of ``lines``, lines ``first..`` of the ledger ``rel``, by
+    its first line (1-based); ``{}`` for a file that is not a ledger. One read of the
+    ledger's sidecar."""
     if not rel.startswith(MEMORY_DIR + "/"):
         return {}
     try:
@@ -97,7 +100,7 @@ def ledger_origins(ws: Workspace, ns: str, rel: str, lines: list[str]) -> dict[i
         by_id.setdefault(written.id, []).append(written)
     out: dict[int, Origin] = {}
     for bullet in parse_bullets("\n".join(lines)):
-        line = bullet.first_line + 1
+        line = bullet.first_line + first
         mine = by_id.get(bullet_id(bullet.text), [])
         found = next((r for r in mine if r.line == line), mine[0] if mine else None)
         out[line] = _origin(ns, found)
@@ -114,6 +117,6 @@ def _origin(ns: str, record: LedgerRecord | None) -> Origin:
     return Origin(f"conversation {record.session}", record.origin, url)
 
 
-def bullet_lines(lines: list[str]) -> set[int]:
-    """The first line (1-based) of each bullet of ``lines``."""
-    return {b.first_line + 1 for b in parse_bullets("\n".join(lines))}
+def bullet_lines(lines: list[str], first: int = 1) -> set[int]:
+    """The first line (1-based) of each bullet of ``lines``, lines ``first..`` of a file."""
+    return {b.first_line + first for b in parse_bullets("\n".join(lines))}
