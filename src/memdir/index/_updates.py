@@ -60,6 +60,8 @@ _CJK_CUES = re.compile(
     "改为|改成|改到|换成|换为|调整为|调整到|调为|调到|变为|变成|更新为|更新到|升级到|降到|降为|"
     "提高到|提升到|增加到|减少到|延期到|推迟到|提前到|(?<![出表体实发显呈])现在|目前|如今|现为"
 )
+_LATIN = re.compile(r"[a-z]+")
+_DIGIT = re.compile(r"\d")
 _TOKEN = re.compile(
     rf"\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+(?:[.:]\d+)*|[{CJK_CHARS}]|[^\W\d_{CJK_CHARS}]+"
 )
@@ -70,6 +72,7 @@ _MONTHS = _words(
 )
 _CURRENCY = frozenset("$€£¥")
 _MAX_WORDS = 160
+_MAX_CHARS = 8 * _MAX_WORDS  # a longer line has more words than that, or is not prose
 # A question about what a value was, or about two points in time, wants the old line too.
 _HISTORY = re.compile(
     r"\b(?:between|before|originally|initially|previously|formerly|earlier|used to|at first)\b"
@@ -83,17 +86,41 @@ Value = tuple[str, str]
 
 
 @dataclass(frozen=True, slots=True)
-class _Line:
-    """What the test reads of one hit: its order, speaker, numbers and query words."""
+class _Place:
+    """When a hit was written, as far as known, and by whom."""
 
     day: int | None
     path: str
     line: int
     speaker: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """What the test reads of one hit: its place, its numbers and the query words near them."""
+
+    place: _Place
     values: frozenset[Value]  # every number of the line
     units: dict[Value, frozenset[str]]  # what a count counts (:func:`_unit`)
     near: dict[Value, frozenset[str]]  # a number near query words: those words
     new: dict[Value, frozenset[str]]  # a number right after a change word: query words near it
+
+
+def _says_change(text: str) -> bool:
+    """Whether ``text`` holds a change word (a quick look before it is read)."""
+    if not _CUES.isdisjoint(_LATIN.findall(text.lower())):
+        return True
+    return not text.isascii() and _CJK_CUES.search(text) is not None
+
+
+def _place(hit: SearchHit) -> _Place:
+    label = _SPEAKER.match(hit.content)
+    return _Place(
+        day=ledger_day(hit.path),
+        path=hit.path,
+        line=hit.line_number,
+        speaker=label.group(1).strip().casefold() if label else None,
+    )
 
 
 def citation(hit: SearchHit) -> str:
@@ -140,57 +167,73 @@ def _unit(text: str, matches: Sequence[re.Match[str]], at: int) -> frozenset[str
     return frozenset(out)
 
 
-def _read(hit: SearchHit, keys: frozenset[str], config: RankConfig) -> _Line:
-    """What the test needs of a hit."""
+def _read(
+    hit: SearchHit,
+    keys: frozenset[str],
+    seen: dict[str, str | None],
+    config: RankConfig,
+    *,
+    changes: bool,
+) -> _Line:
+    """What the test needs of a hit (``keys``: the query's word keys; ``seen``: the key of
+    each word met so far, ``None`` when it is not one of them: a word is stemmed once;
+    ``changes``: look for change words too)."""
     text = hit.content
     matches = list(_TOKEN.finditer(text))
-    lower = [found.group().lower() for found in matches]
+    words = [found.group() for found in matches]
+    reach = config.updates_reach
     values: dict[int, Value] = {}
     units: dict[Value, frozenset[str]] = {}
     for i, found in enumerate(matches):
-        if lower[i][0].isdigit():
-            before = lower[i - 1] if i else ""
-            after = lower[i + 1] if i + 1 < len(lower) else ""
+        if words[i][0].isdigit():
+            before = words[i - 1].lower() if i else ""
+            after = words[i + 1].lower() if i + 1 < len(words) else ""
             kind = _kind(text, found, before, after)
             unit = _unit(text, matches, i) if kind in ("", "date") else frozenset()
-            if kind in ("", "date") and _year(found.group(), unit):
+            if kind in ("", "date") and _year(words[i], unit):
                 continue
-            value = values[i] = (kind, found.group().replace(",", ""))
+            value = values[i] = (kind, words[i].replace(",", ""))
             if kind == "" and unit:
                 units[value] = units.get(value, frozenset()) | unit
-    keyed = [
-        (i, key)
-        for i, word in enumerate(lower)
-        if not word[0].isdigit() and (key := word_key(fold(word))) in keys
-    ]
-    # A capitalised cue inside a sentence is a name ("New Balance"), not a change.
-    cues = [
-        i
-        for i, word in enumerate(lower)
-        if word in _CUES and not (i and matches[i].group()[0].isupper())
-    ]
-    starts = [found.start() for found in matches]
-    cues += [bisect_right(starts, m.start()) - 1 for m in _CJK_CUES.finditer(text)]
+    # Only the words within reach of a number matter.
+    within = sorted({i for at in values for i in range(max(0, at - reach), at + reach + 1)})
+    keyed: list[tuple[int, str]] = []
+    for i in within:
+        if i >= len(words) or words[i][0].isdigit():
+            continue
+        word = words[i].lower()
+        if word not in seen:
+            stemmed = word_key(fold(word))
+            seen[word] = stemmed if stemmed in keys else None
+        if (key := seen[word]) is not None:
+            keyed.append((i, key))
+    cues: list[int] = []
+    if changes and len(words) <= _MAX_WORDS:
+        # A capitalised cue inside a sentence is a name ("New Balance"), not a change.
+        cues = [
+            i
+            for i, word in enumerate(words)
+            if word.lower() in _CUES and not (i and word[0].isupper())
+        ]
+        starts = [found.start() for found in matches]
+        cues += [bisect_right(starts, m.start()) - 1 for m in _CJK_CUES.finditer(text)]
     near: dict[Value, frozenset[str]] = {}
     new: dict[Value, frozenset[str]] = {}
     for at, value in values.items():
-        around = frozenset(key for i, key in keyed if abs(i - at) <= config.updates_reach)
+        around = frozenset(key for i, key in keyed if abs(i - at) <= reach)
         if not around:
             continue
         near[value] = near.get(value, frozenset()) | around
         # The change word before the number ("increased to 7", "new deadline of April 5"),
         # or "now" just after it ("7 now").
-        if len(matches) <= _MAX_WORDS and any(
-            0 < at - cue <= config.updates_cue_reach or (0 < cue - at <= 2 and lower[cue] == "now")
+        if any(
+            0 < at - cue <= config.updates_cue_reach
+            or (0 < cue - at <= 2 and words[cue].lower() == "now")
             for cue in cues
         ):
             new[value] = new.get(value, frozenset()) | around
-    label = _SPEAKER.match(text)
     return _Line(
-        day=ledger_day(hit.path),
-        path=hit.path,
-        line=hit.line_number,
-        speaker=label.group(1).strip().casefold() if label else None,
+        place=_place(hit),
         values=frozenset(values.values()),
         units=units,
         near=near,
@@ -198,13 +241,18 @@ def _read(hit: SearchHit, keys: frozenset[str], config: RankConfig) -> _Line:
     )
 
 
-def _later(new: _Line, old: _Line) -> bool:
+def _later(new: _Place, old: _Place) -> bool:
     """Whether ``new`` was written after ``old``: a later day, or further down one file."""
     if new.path == old.path:
         return new.line > old.line
     if new.day is None or old.day is None:
         return False
     return new.day > old.day
+
+
+def _may_update(new: _Place, old: _Place) -> bool:
+    """Whether a line written at ``new`` may update one written at ``old``."""
+    return new.speaker == old.speaker and _later(new, old)
 
 
 def _same_kind(new: _Line, value: Value, old: _Line, before: Value) -> bool:
@@ -220,7 +268,7 @@ def _same_kind(new: _Line, value: Value, old: _Line, before: Value) -> bool:
 
 def _updates(new: _Line, old: _Line, wanted: int) -> bool:
     """Whether ``new`` states a changed value of what ``old`` says (see the module)."""
-    if not new.new or new.speaker != old.speaker or not _later(new, old):
+    if not new.new or not _may_update(new.place, old.place):
         return False
     for value, keys in new.new.items():
         # The query words near the old line's numbers of this kind that the new one lacks.
@@ -251,27 +299,40 @@ def with_updates(
     )
     if len(top) < 2 or not keys:
         return list(hits)
-    wanted = 1 if len(keys) == 1 else 2
-    lines = [_read(hit, keys, config) for hit in top]
-    if not any(line.new for line in lines):
+    # Only a short line with a change word and a number can state an update: those are read
+    # first, then the lines they may update (same speaker, written before).
+    seen: dict[str, str | None] = {}
+    lines = {
+        i: _read(hit, keys, seen, config, changes=True)
+        for i, hit in enumerate(top)
+        if len(hit.content) <= _MAX_CHARS
+        and _DIGIT.search(hit.content)
+        and _says_change(hit.content)
+    }
+    updaters = [line.place for line in lines.values() if line.new]
+    if not updaters:
         return list(hits)
+    for i, hit in enumerate(top):
+        if i not in lines and any(_may_update(new, _place(hit)) for new in updaters):
+            lines[i] = _read(hit, keys, seen, config, changes=False)
+    wanted = 1 if len(keys) == 1 else 2
     pairs = [
         (n, o)
-        for o, old in enumerate(lines)
-        for n, new in enumerate(lines)
+        for o, old in lines.items()
+        for n, new in lines.items()
         if n != o and _updates(new, old, wanted)
     ]
     if not pairs:
         return list(hits)
     newer: dict[int, int] = {}  # an old hit -> the newest hit that updates it
     for n, o in pairs:
-        if o not in newer or _later(lines[n], lines[newer[o]]):
+        if o not in newer or _later(lines[n].place, lines[newer[o]].place):
             newer[o] = n
     order = list(range(len(top)))
     if not _HISTORY.search(query):
         # Each update moves above the earliest line it updates, the newest first, so that a
         # chain (A, then B, then C) ends newest first.
-        for n in sorted({n for n, _ in pairs}, key=lambda n: _when(lines[n]), reverse=True):
+        for n in sorted({n for n, _ in pairs}, key=lambda n: _when(lines[n].place), reverse=True):
             first = min(order.index(o) for m, o in pairs if m == n)
             if order.index(n) > first:
                 order.remove(n)
@@ -295,5 +356,5 @@ def with_updates(
     return moved + list(hits[len(top) :])
 
 
-def _when(line: _Line) -> tuple[int, str, int]:
-    return (line.day or 0, line.path, line.line)
+def _when(place: _Place) -> tuple[int, str, int]:
+    return (place.day or 0, place.path, place.line)
