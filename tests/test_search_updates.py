@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from memdir.cli import cli
 from memdir.index import MemoryIndex, SearchHit, _rank
 from memdir.tools import memory_search
+from memdir.tools._core import shared_index
 from memdir.workspace import Workspace
 
 OLD = "- 09:00 user: The nightly backfill job runs in batches of 2,000 rows"
@@ -136,3 +137,11 @@ def test_memory_search_and_the_cli_show_which_line_is_newer(ws: Workspace) -> No
     shown = json.loads(result.stdout)
     assert shown[0]["supersedes"] == ["memory/2026-11-20.md#L1-L1"]
     assert shown[1]["superseded_by"] == "memory/2026-11-24.md#L1-L1"
+
+
+def test_a_server_s_hits_name_the_newer_line(remote_ws: Workspace) -> None:
+    _write(remote_ws, ("2026-11-20", [OLD, OTHER]), ("2026-11-24", [NEW]))
+    hits = shared_index(remote_ws).search("nightly backfill job batch rows", limit=5)
+    assert "5,000" in hits[0].content
+    assert hits[0].supersedes == ("memory/2026-11-20.md#L1-L1",)
+    assert hits[1].superseded_by == "memory/2026-11-24.md#L1-L1"
