@@ -19,13 +19,15 @@ Follows the protocol of the shared benchmark README exactly:
 
 Usage::
 
-    python benchmarks/retrieval.py FILE.json [--json OUT] [--limit-corpora N] [--ablate F,...]
-        [--embedder e5 [--embed-cache FILE]]
+    python benchmarks/retrieval.py FILE.json [--json OUT] [--limit-corpora N] [--half 1|2]
+        [--ablate F,...] [--set NAME=VALUE] [--embedder e5 [--embed-cache FILE]]
 
-``--ablate`` switches ranking features off (see ``memdir.index._rank.RankConfig``) to measure
-what each one contributes. ``--embedder`` measures hybrid search: after indexing, every line
-is embedded (``MemoryIndex.embed_pending``, timed separately) and searches fuse the lexical
-and the vector ranking.
+``--half 1`` / ``--half 2`` measures the first or the second half of the corpora only (a
+parameter chosen on one half is checked on the other). ``--ablate`` switches ranking features
+off (see ``memdir.index._rank.RankConfig``) to measure what each one contributes; ``--set``
+changes one of its parameters. ``--embedder`` measures hybrid search: after indexing, every
+line is embedded (``MemoryIndex.embed_pending``, timed separately) and searches fuse the
+lexical and the vector ranking.
 """
 
 from __future__ import annotations
@@ -87,14 +89,17 @@ def write_corpus(root: Path, docs: list[dict[str, Any]]) -> dict[tuple[str, int]
 
 
 def load_memret(
-    path: Path, *, limit_corpora: int | None = None
+    path: Path, *, limit_corpora: int | None = None, half: int | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
-    """A memret/1 file: its data, its corpora (the first ``limit_corpora``), and its queries
-    by corpus id."""
+    """A memret/1 file: its data, its corpora (the first ``limit_corpora``; of those, the
+    first or second ``half``), and its queries by corpus id."""
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("format") != "memret/1":
         raise SystemExit(f"{path}: not a memret/1 file")
     corpora = data["corpora"][:limit_corpora] if limit_corpora else data["corpora"]
+    if half is not None:
+        middle = (len(corpora) + 1) // 2
+        corpora = corpora[:middle] if half == 1 else corpora[middle:]
     by_corpus: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for query in data["queries"]:
         by_corpus[query["corpus"]].append(query)
@@ -190,11 +195,13 @@ def run(
     path: Path,
     *,
     limit_corpora: int | None = None,
+    half: int | None = None,
     k: int = LIMIT,
     embedder: Embedder | None = None,
 ) -> dict[str, Any]:
-    """Run the protocol on one memret/1 file; returns per-query rows and summaries."""
-    data, corpora, queries_by_corpus = load_memret(path, limit_corpora=limit_corpora)
+    """Run the protocol on one memret/1 file (``half``: see :func:`load_memret`); returns
+    per-query rows and summaries."""
+    data, corpora, queries_by_corpus = load_memret(path, limit_corpora=limit_corpora, half=half)
     rows: list[dict[str, Any]] = []
     skipped = 0
     build_s = embed_s = 0.0
@@ -288,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
         "--k", type=int, default=LIMIT, help=f"results asked per query (default {LIMIT})"
     )
     parser.add_argument("--limit-corpora", type=int, help="only the first N corpora")
+    parser.add_argument(
+        "--half", type=int, choices=(1, 2), help="only the first or the second half of them"
+    )
     parser.add_argument("--embedder", help="hybrid search with this embedder (e.g. e5)")
     parser.add_argument(
         "--embed-cache", type=Path, help="keep the embedder's vectors in this file between runs"
@@ -323,7 +333,9 @@ def main(argv: list[str] | None = None) -> int:
         from _embed_cache import CachedEmbedder
 
         embedder = CachedEmbedder(embedder, args.embed_cache)
-    result = run(args.file, limit_corpora=args.limit_corpora, k=args.k, embedder=embedder)
+    result = run(
+        args.file, limit_corpora=args.limit_corpora, half=args.half, k=args.k, embedder=embedder
+    )
     _print(result)
     if args.json:
         args.json.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")

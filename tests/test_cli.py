@@ -80,6 +80,8 @@ def test_search_json(root: Path) -> None:
         "heading",
         "archived",
         "sources",  # where the hit's bullets came from (provenance)
+        "superseded_by",  # a newer line that changes a value this one states
+        "supersedes",  # the older lines this one changes
     }
     assert top["citation"] == f"{top['path']}#L{top['line_number']}-L{top['line_end']}"
     file_lines = (root / top["path"]).read_text(encoding="utf-8").split("\n")

@@ -83,14 +83,18 @@ async def test_an_update_replaces_the_fact_already_in_memory(
 
 
 @EN_AND_ZH
+@pytest.mark.parametrize("offline", [True, False], ids=["offline", "model-keeps-all"])
 async def test_old_and_new_in_the_same_batch_keep_only_the_new(
-    ws: Workspace, old: list[str], update: list[str], others: list[str]
+    ws: Workspace, old: list[str], update: list[str], others: list[str], offline: bool
 ) -> None:
     add(ws, old[0], others[0], old[1], day="2026-11-29")
     add(ws, update[0], others[1], update[1])
     before = ledgers(ws)
 
-    await consolidate_offline(ws)
+    if offline:
+        await consolidate_offline(ws)
+    else:  # a model that keeps every bullet it is shown
+        await MemoryConsolidator(ws, FunctionModel(rewrite(set()))).consolidate()  # type: ignore[arg-type]
 
     assert set(bullets(ws)) == {*update, *others}
     assert ledgers(ws) == before
@@ -148,6 +152,8 @@ UPDATES = [
     ("The app database is Postgres", "We switched the app database from Postgres to MySQL"),
     ("We use Postgres", "We use MySQL instead of Postgres"),
     ("Server A has 16 GB RAM", "Server A now has 32 GB RAM"),
+    ("The API response time is 300ms", "The API response time has improved to 250ms"),
+    ("The snack budget is $65", "Adjusted the snack budget to $75"),
     ("Rent is $1,200", "Rent is now $1,500 (was $1,200)"),
     ("Alice works on billing", "Alice no longer works on billing"),
     ("The office is in Berlin", "The office is not in Berlin but in Munich"),
@@ -175,12 +181,19 @@ def test_updates_in_other_words_replace_the_old_fact(old: str, new: str) -> None
     assert merged == f"# Memory\n\n## Facts\n- {new}\n- Alice prefers green tea\n"
 
 
-async def test_unrelated_facts_with_update_cues_stay_through_the_consolidator(
-    ws: Workspace,
-) -> None:
+def unrelated_pairs_written(ws: Workspace) -> list[str]:
+    """MEMORY.md with the old side of :data:`UNRELATED`, a ledger with the new side; the
+    old facts."""
     old = [o for o, _ in UNRELATED]
     ws.write_text("MEMORY.md", "# Memory\n\n## Facts\n" + "".join(f"- {o}\n" for o in old))
     add(ws, *(n for _, n in UNRELATED))
+    return old
+
+
+async def test_unrelated_facts_with_update_cues_stay_through_the_consolidator(
+    ws: Workspace,
+) -> None:
+    old = unrelated_pairs_written(ws)
     result = await MemoryConsolidator(ws, ExtractiveModel()).consolidate()
     assert result.applied and result.changed == () and result.removed == ()
     assert set(old) <= set(bullets(ws))
@@ -189,26 +202,29 @@ async def test_unrelated_facts_with_update_cues_stay_through_the_consolidator(
 # -- a language model's answer ---------------------------------------------------------------
 
 
-def rewrite(drop: set[str]) -> object:
-    """A model that keeps the current bullets except ``drop``, then adds the new entries."""
+def rewrite(drop: set[str], extra: tuple[str, ...] = ()) -> object:
+    """A model that keeps the current bullets except ``drop``, then adds the new entries and
+    ``extra`` (bullets in its own words)."""
 
     def answer(call: ModelCall) -> str:
         meta = call.messages[-1].metadata
         current = [b[2:] for b in str(meta[CURRENT_KEY]).splitlines() if b.startswith("- ")]
-        kept = [b for b in current if b not in drop] + list(meta[ENTRIES_KEY])
+        kept = [b for b in current if b not in drop] + list(meta[ENTRIES_KEY]) + list(extra)
         return "# Memory\n\n" + "".join(f"- {b}\n" for b in kept)
 
     return answer
 
 
 @EN_AND_ZH
-async def test_a_model_that_drops_superseded_facts_is_not_refused(
-    ws: Workspace, old: list[str], update: list[str], others: list[str]
+@pytest.mark.parametrize("drops", [True, False], ids=["drops", "keeps"])
+async def test_a_model_that_drops_superseded_facts_or_keeps_them_ends_with_the_update(
+    ws: Workspace, old: list[str], update: list[str], others: list[str], drops: bool
 ) -> None:
+    # A model that keeps the old fact beside its update: only the update stays.
     ws.write_text("MEMORY.md", "# Memory\n\n" + "".join(f"- {b}\n" for b in [*old, *others]))
     add(ws, *update)
     before = ledgers(ws)
-    model = FunctionModel(rewrite(set(old)))  # type: ignore[arg-type]
+    model = FunctionModel(rewrite(set(old) if drops else set()))  # type: ignore[arg-type]
 
     result = await MemoryConsolidator(ws, model).consolidate()
 
@@ -216,7 +232,9 @@ async def test_a_model_that_drops_superseded_facts_is_not_refused(
     assert bullets(ws) == [*others, *update]
     assert sorted(result.changed) == sorted(zip(old, update, strict=True))
     assert result.removed == ()
-    assert ledgers(ws) == before
+    assert ledgers(ws) == before  # the ledger keeps both values, and so does the history
+    assert result.history_path is not None
+    assert all(fact in (ws.root / result.history_path).read_text("utf-8") for fact in old)
     system = model.calls[0].system or ""
     assert "remove the old bullet" in system and "never keep both" in system
 
@@ -247,3 +265,19 @@ async def test_an_update_of_another_subject_does_not_excuse_a_loss(ws: Workspace
 
     assert result.skipped == "too_many_removals"
     assert ws.read_text("MEMORY.md") == original
+
+
+async def test_a_model_s_own_update_counts_and_unrelated_facts_are_never_dropped(
+    ws: Workspace,
+) -> None:
+    old = unrelated_pairs_written(ws)
+    # Every fact kept, and the batch size said again in the model's own words.
+    answer = rewrite(set(), extra=("Backfill batch size is now 2,000 rows",))
+
+    result = await MemoryConsolidator(ws, FunctionModel(answer)).consolidate()  # type: ignore[arg-type]
+
+    assert result.applied and result.removed == ()
+    # The model's update counts as the newest: the backfill's old batch size goes.
+    assert BACKFILL not in bullets(ws)
+    assert "Backfill batch size is now 2,000 rows" in bullets(ws)
+    assert set(old) - {BACKFILL} <= set(bullets(ws))

@@ -142,7 +142,7 @@ def test_search_finds_what_the_library_finds(
         index.close()
     fields = [f.name for f in dataclasses.fields(SearchHit)]
     as_hits = [
-        SearchHit(**{k: tuple(h[k]) if k == "sources" else h[k] for k in fields})
+        SearchHit(**{k: tuple(h[k]) if isinstance(h[k], list) else h[k] for k in fields})
         for h in served_hits
     ]
     assert as_hits == local

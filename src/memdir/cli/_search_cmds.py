@@ -153,7 +153,9 @@ def _print_status(index: MemoryIndex, out: dict[str, object], as_json: bool) -> 
 def search_cmd(state: CliState, query: str, max_results: int, as_json: bool) -> None:
     """Search the memory for QUERY (keywords; English, Chinese or mixed), best hits first.
 
-    Each hit prints as PATH#Lstart-Lend [section]: text. No hits is not an error (exit 0).
+    Each hit prints as PATH#Lstart-Lend [section]: text; a line that a newer hit updates
+    (a changed value) says [superseded by PATH#L…], the newer one [updates PATH#L…]. No
+    hits is not an error (exit 0).
     """
     from memdir.tools import MAX_RESULTS_CAP, format_hits
     from memdir.tools._core import MAX_QUERY_CHARS, check_text, shared_index

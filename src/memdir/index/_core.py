@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from memdir.embeddings import Embedder, check_min_similarity, embedder_from_string
 from memdir.errors import ConfigError, IndexError_, ModelError, ToolInputError, WorkspaceError
+from memdir.index import _rank
 from memdir.index._clauses import question_clauses
 from memdir.index._default_embedder import AUTO, OFF, resolve
 from memdir.index._engine import Engine, FileSnapshot
@@ -40,6 +41,7 @@ from memdir.index._settings import SETTINGS_NAME, SearchSettings
 from memdir.index._source import source_of
 from memdir.index._store import IndexStore
 from memdir.index._types import EmbedStats, IndexStats, IndexStatus, SearchHit
+from memdir.index._updates import with_updates
 from memdir.index._vectors import VECTORS_DB, DenseIndex, VectorStore
 from memdir.store.workspace import Workspace
 
@@ -360,7 +362,10 @@ class MemoryIndex:
 
         from memdir.provenance._why import with_sources  # reads the memory package: lazily
 
-        return with_sources(self.workspace, self._run(go, writes=False))
+        hits = self._run(go, writes=False)
+        if _rank.DEFAULT.updates:
+            hits = with_updates(hits, query, terms, _rank.DEFAULT)
+        return with_sources(self.workspace, hits)
 
     def _query_side(
         self, texts: Sequence[str], terms: Sequence[Term]

@@ -114,6 +114,10 @@ class RankConfig:
     window: int = 32
     length_free: int = 64
     length_power: float = 0.75
+    updates: bool = True
+    updates_top: int = 10
+    updates_reach: int = 16
+    updates_cue_reach: int = 6
 
 
 DEFAULT = RankConfig()

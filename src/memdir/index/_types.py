@@ -33,6 +33,12 @@ class SearchHit:
             session messages (``sessions/<id>.log.jsonl#<message id>``) or how it was added
             (``added by a person (memdir add)``), ``unsourced`` when nothing is known; empty
             for a span without bullets. ``memdir why`` follows them to the conversation.
+        superseded_by: when a later line among the best hits states a changed value of what
+            this one says ("the batch size is now 5,000" after "batches of 2,000 rows"), that
+            line's citation (``memory/2026-12-01.md#L4-L4``); it is ranked above this one.
+            ``None``: no newer line was found among the best hits.
+        supersedes: the citations of the earlier lines among the best hits whose value this
+            one changes (the reverse of ``superseded_by``); empty when none.
     """
 
     path: str
@@ -43,6 +49,8 @@ class SearchHit:
     heading: str | None = None
     archived: bool = False
     sources: tuple[str, ...] = ()
+    superseded_by: str | None = None
+    supersedes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -50,6 +50,7 @@ from memdir.memory._remote import on_the_server
 from memdir.memory._sources import SourceBook
 from memdir.memory._state import ConsolidationState, FileMark, LedgerSlice, read_new_slices, sha256
 from memdir.memory._testpoint import pause_point
+from memdir.memory._updates import drop_superseded
 from memdir.models import AUTO, ChatModel, Patience, check_patience, resolve_patience
 from memdir.provenance._records import MemoryRecord, load_memory_records, save_records
 from memdir.redact import Redactor
@@ -345,6 +346,8 @@ class MemoryConsolidator:
             return "too_many_removals", current
         newest = {b.key for b in parse_bullets("\n".join(f"- {e}" for e in entries))}
         if proposed:
+            # A fact kept beside its update: only the update stays.
+            new_text = drop_superseded(new_text, old_bullets, entries)
             # What an untrusted origin made an instruction is quoted before the budget is
             # applied, so that the file written is within it.
             new_text, given = book.guard(new_text, given)

@@ -105,9 +105,14 @@ DEFAULT_NUM_LINES: Final = 50
 
 
 def hit_line(hit: SearchHit) -> str:
-    """One memory hit as ``path#Lstart-Lend [section]: text``."""
+    """One memory hit as ``path#Lstart-Lend [section]: text``; a line a newer hit updates
+    says ``[superseded by path#L…]``, the newer one ``[updates path#L…]``."""
     context = [label for label in ("archived" if hit.archived else None, hit.heading) if label]
     where = f" [{clip(one_line(' · '.join(context)), 60)}]" if context else ""
+    if hit.superseded_by:
+        where += f" [superseded by {hit.superseded_by}]"
+    if hit.supersedes:
+        where += f" [updates {', '.join(hit.supersedes)}]"
     return (
         f"{hit.path}#L{hit.line_number}-L{hit.line_end}{where}: "
         f"{clip(one_line(hit.content), HIT_CHAR_CAP)}"
@@ -270,7 +275,9 @@ def memory_search(
     Use it before answering anything about earlier work, decisions, people, dates or
     preferences. Give a few keywords (English, Chinese or mixed). Each hit is one line,
     ``path#Lstart-Lend [section]: text``, best first; cite that location when you use the
-    fact, and call memory_get with it to read the lines around a hit.
+    fact, and call memory_get with it to read the lines around a hit. A hit marked
+    ``[superseded by path#L…]`` states an older value than the line it names, which is
+    marked ``[updates path#L…]``: the newer one is current.
 
     Args:
         query: keywords to look for, e.g. "database migration decision" or "数据库迁移".

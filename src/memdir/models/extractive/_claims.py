@@ -35,7 +35,7 @@ _TO_VERBS = (
     r"|increas(?:e|ed|es|ing)|decreas(?:e|ed|es|ing)|rais(?:e|ed|es|ing)|lower(?:ed|s|ing)?"
     r"|reduc(?:e|ed|es|ing)|bump(?:ed|s|ing)?|shift(?:ed|s|ing)?|reschedul(?:e|ed|es|ing)"
     r"|postpon(?:e|ed|es|ing)|renam(?:e|ed|es|ing)|revert(?:ed|s|ing)?|extend(?:ed|s)?"
-    r"|shorten(?:ed|s)?"
+    r"|shorten(?:ed|s)?|improv(?:e|ed|es|ing)|adjust(?:ed|s|ing)?"
 )
 _FROM_VERBS = _TO_VERBS + r"|went|gone|grew|dropp(?:ed|ing)|cut|replac(?:e|ed|es)"
 _ZH_TO = (

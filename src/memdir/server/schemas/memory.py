@@ -46,6 +46,16 @@ class Hit(FromLibrary):
         description="Where the span's bullets came from: ledger lines for MEMORY.md, session "
         "messages or who added it for a ledger, 'unsourced' when nothing is known.",
     )
+    superseded_by: str | None = Field(
+        default=None,
+        description="When a later line among the best hits states a changed value of what "
+        "this one says, its citation (path#Lstart-Lend); it is ranked above this one.",
+    )
+    supersedes: list[str] = Field(
+        default_factory=list,
+        description="The citations of the earlier lines among the best hits whose value this "
+        "line changes.",
+    )
 
     @computed_field(description="path#Lstart-Lend")  # type: ignore[prop-decorator]
     @property

@@ -1,0 +1,360 @@
+"""Updates that win: a later line that changes a value ranks above the line it updates.
+
+When a fact changes ("the batch size is now 5,000"), the stale line and the current one are
+said in much the same words, so lexical ranking cannot tell them apart, and the older one
+often wins: it stated the fact plainly, while the update is a clause of a longer line. Among
+the best ``RankConfig.updates_top`` hits of a search, a line *updates* an earlier one when:
+
+- it was written later: a later daily file, or further down the same file (undated files,
+  ``MEMORY.md`` among them, have no order with the ledgers and are left alone);
+- both have the same speaker (``- 10:00 Alice: …``), or neither has one;
+- it states a change: a number follows a change word (``now``, ``new``, ``increased``,
+  ``rescheduled``, ``extended``, 改为, 现在…) within ``updates_cue_reach`` words, and a
+  word of the query stands within ``updates_reach`` words of that number;
+- the earlier line holds a number of the same kind (money, percent, time of day, day of a
+  month, version, or a count of the same thing) near words of the query, which the later one
+  lacks, and does not state the later one's new number of the same words;
+- the query words near the two numbers overlap: at least two in common (one when the query
+  has a single word).
+
+The later line is then moved up to just above the earlier one (it takes its score), unless
+the query asks about the past or a change (``between``, ``before``, ``originally``,
+``previously``, 以前, 原来…: both lines answer it, in the order found), and the two hits
+name each other: :attr:`~memdir.index.SearchHit.superseded_by` on the old one,
+:attr:`~memdir.index.SearchHit.supersedes` on the new one. A line of more than
+``_MAX_WORDS`` words (a page of an answer) updates nothing: it restates, it is not one fact.
+The test reads only the few hits shown first: a tokenisation of ten lines per search.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from memdir.index._forms import word_key
+from memdir.index._paths import ledger_day
+from memdir.index._query import Term
+from memdir.index._rank import RankConfig
+from memdir.index._stopwords import EN_STOPWORDS, ZH_STOPWORDS
+from memdir.index._text import CJK_CHARS, fold
+from memdir.index._types import SearchHit
+
+__all__ = ["citation", "with_updates"]
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Words that say a value changed. A later line on the same subject without one is more
+# often a follow-up (an answer repeats the words of the line above) than an update.
+_CUES = _words(
+    """now new newly latest currently updated changed increased decreased reduced raised
+    lowered extended shortened adjusted moved rescheduled postponed delayed revised switched
+    replaced upgraded downgraded bumped grew grown dropped reached improved expanded cut
+    added"""
+)
+_CJK_CUES = re.compile(
+    "改为|改成|改到|换成|换为|调整为|调整到|调为|调到|变为|变成|更新为|更新到|升级到|降到|降为|"
+    "提高到|提升到|增加到|减少到|延期到|推迟到|提前到|(?<![出表体实发显呈])现在|目前|如今|现为"
+)
+_LATIN = re.compile(r"[a-z]+")
+_DIGIT = re.compile(r"\d")
+_TOKEN = re.compile(
+    rf"\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+(?:[.:]\d+)*|[{CJK_CHARS}]|[^\W\d_{CJK_CHARS}]+"
+)
+_SPEAKER = re.compile(r"^\s*(?:[-*+]\s+)?(?:\d{1,2}:\d{2}\s+)?([^\W\d][^:：\n]{0,39}?)(?::\s|：)")
+_MONTHS = _words(
+    """jan feb mar apr may jun jul aug sep sept oct nov dec january february march april june
+    july august september october november december"""
+)
+_CURRENCY = frozenset("$€£¥")
+_MAX_WORDS = 160
+_MAX_CHARS = 8 * _MAX_WORDS  # a longer line has more words than that, or is not prose
+# A question about what a value was, or about two points in time, wants the old line too.
+_HISTORY = re.compile(
+    r"\b(?:between|before|originally|initially|previously|formerly|earlier|used to|at first)\b"
+    "|以前|之前|原来|最初|起初|当初",
+    re.IGNORECASE,
+)
+
+Value = tuple[str, str]
+"""A number and its kind: ``("$", "650")``, ``("%", "78")``, ``("time", "4:30")``, ``("date",
+"22")`` (a day of a month), ``("v", "1.2.3")`` (a version), or ``("", "12")`` (a count)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """When a hit was written, as far as known, and by whom."""
+
+    day: int | None
+    path: str
+    line: int
+    speaker: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """What the test reads of one hit: its place, its numbers and the query words near them."""
+
+    place: _Place
+    values: frozenset[Value]  # every number of the line
+    units: dict[Value, frozenset[str]]  # what a count counts (:func:`_unit`)
+    near: dict[Value, frozenset[str]]  # a number near query words: those words
+    new: dict[Value, frozenset[str]]  # a number right after a change word: query words near it
+
+
+def _says_change(text: str) -> bool:
+    """Whether ``text`` holds a change word (a quick look before it is read)."""
+    if not _CUES.isdisjoint(_LATIN.findall(text.lower())):
+        return True
+    return not text.isascii() and _CJK_CUES.search(text) is not None
+
+
+def _place(hit: SearchHit) -> _Place:
+    label = _SPEAKER.match(hit.content)
+    return _Place(
+        day=ledger_day(hit.path),
+        path=hit.path,
+        line=hit.line_number,
+        speaker=label.group(1).strip().casefold() if label else None,
+    )
+
+
+def citation(hit: SearchHit) -> str:
+    """``path#Lstart-Lend`` of a hit, as the tools cite it."""
+    return f"{hit.path}#L{hit.line_number}-L{hit.line_end}"
+
+
+def _year(word: str, unit: frozenset[str]) -> bool:
+    """Whether a count is a year ("in 2024", "August 2024", but not "2000 rows"): it dates
+    something, it is not the value."""
+    return len(word) == 4 and word[:2] in ("19", "20") and (not unit or unit == {"年"})
+
+
+def _kind(text: str, found: re.Match[str], before: str, after: str) -> str:
+    """The kind of the number ``found`` (``before`` and ``after``: the words around it,
+    lower case)."""
+    start, end, word = found.start(), found.end(), found.group()
+    if start and text[start - 1] in _CURRENCY:
+        return "$"
+    if text[end : end + 1] == "%" or text[end : end + 2] == " %":
+        return "%"
+    if ":" in word or after in ("am", "pm"):
+        return "time"
+    if before in _MONTHS or after in _MONTHS:
+        return "date"
+    if word.count(".") > 1 or (start and text[start - 1] in "vV"):
+        return "v"
+    return ""
+
+
+def _unit(text: str, matches: Sequence[re.Match[str]], at: int) -> frozenset[str]:
+    """What the count at ``matches[at]`` counts: the word keys of the (at most three) words
+    right after it, up to a punctuation mark, function words left out."""
+    out: set[str] = set()
+    end = matches[at].end()
+    for found in matches[at + 1 : at + 4]:
+        word = found.group()
+        if word[0].isdigit() or text[end : found.start()].strip():
+            break
+        end = found.end()
+        folded = fold(word)
+        if folded not in EN_STOPWORDS and folded not in ZH_STOPWORDS:
+            out.add(word_key(folded))
+    return frozenset(out)
+
+
+def _read(
+    hit: SearchHit,
+    keys: frozenset[str],
+    seen: dict[str, str | None],
+    config: RankConfig,
+    *,
+    changes: bool,
+) -> _Line:
+    """What the test needs of a hit (``keys``: the query's word keys; ``seen``: the key of
+    each word met so far, ``None`` when it is not one of them: a word is stemmed once;
+    ``changes``: look for change words too)."""
+    text = hit.content
+    matches = list(_TOKEN.finditer(text))
+    words = [found.group() for found in matches]
+    reach = config.updates_reach
+    values: dict[int, Value] = {}
+    units: dict[Value, frozenset[str]] = {}
+    for i, found in enumerate(matches):
+        if words[i][0].isdigit():
+            before = words[i - 1].lower() if i else ""
+            after = words[i + 1].lower() if i + 1 < len(words) else ""
+            kind = _kind(text, found, before, after)
+            unit = _unit(text, matches, i) if kind in ("", "date") else frozenset()
+            if kind in ("", "date") and _year(words[i], unit):
+                continue
+            value = values[i] = (kind, words[i].replace(",", ""))
+            if kind == "" and unit:
+                units[value] = units.get(value, frozenset()) | unit
+    # Only the words within reach of a number matter.
+    within = sorted({i for at in values for i in range(max(0, at - reach), at + reach + 1)})
+    keyed: list[tuple[int, str]] = []
+    for i in within:
+        if i >= len(words) or words[i][0].isdigit():
+            continue
+        word = words[i].lower()
+        if word not in seen:
+            stemmed = word_key(fold(word))
+            seen[word] = stemmed if stemmed in keys else None
+        if (key := seen[word]) is not None:
+            keyed.append((i, key))
+    cues: list[int] = []
+    if changes and len(words) <= _MAX_WORDS:
+        # A capitalised cue inside a sentence is a name ("New Balance"), not a change.
+        cues = [
+            i
+            for i, word in enumerate(words)
+            if word.lower() in _CUES and not (i and word[0].isupper())
+        ]
+        starts = [found.start() for found in matches]
+        cues += [bisect_right(starts, m.start()) - 1 for m in _CJK_CUES.finditer(text)]
+    near: dict[Value, frozenset[str]] = {}
+    new: dict[Value, frozenset[str]] = {}
+    for at, value in values.items():
+        around = frozenset(key for i, key in keyed if abs(i - at) <= reach)
+        if not around:
+            continue
+        near[value] = near.get(value, frozenset()) | around
+        # The change word before the number ("increased to 7", "new deadline of April 5"),
+        # or "now" just after it ("7 now").
+        if any(
+            0 < at - cue <= config.updates_cue_reach
+            or (0 < cue - at <= 2 and words[cue].lower() == "now")
+            for cue in cues
+        ):
+            new[value] = new.get(value, frozenset()) | around
+    return _Line(
+        place=_place(hit),
+        values=frozenset(values.values()),
+        units=units,
+        near=near,
+        new=new,
+    )
+
+
+def _later(new: _Place, old: _Place) -> bool:
+    """Whether ``new`` was written after ``old``: a later day, or further down one file."""
+    if new.path == old.path:
+        return new.line > old.line
+    if new.day is None or old.day is None:
+        return False
+    return new.day > old.day
+
+
+def _may_update(new: _Place, old: _Place) -> bool:
+    """Whether a line written at ``new`` may update one written at ``old``."""
+    return new.speaker == old.speaker and _later(new, old)
+
+
+def _same_kind(new: _Line, value: Value, old: _Line, before: Value) -> bool:
+    """Whether two numbers measure the same kind of thing (counts: of the same thing, when
+    both say what they count)."""
+    if value[0] != before[0]:
+        return False
+    if value[0]:
+        return True
+    mine, theirs = new.units.get(value, frozenset()), old.units.get(before, frozenset())
+    return not mine or not theirs or bool(mine & theirs)
+
+
+def _updates(new: _Line, old: _Line, wanted: int) -> bool:
+    """Whether ``new`` states a changed value of what ``old`` says (see the module)."""
+    if not new.new or not _may_update(new.place, old.place):
+        return False
+    for value, keys in new.new.items():
+        # The query words near the old line's numbers of this kind that the new one lacks.
+        gone: frozenset[str] = frozenset()
+        for before, around in old.near.items():
+            if before not in new.values and _same_kind(new, value, old, before):
+                gone |= around
+        shared = len(keys & gone)
+        # The old line may say the new value too, of the same thing ("5,000 for the backfill,
+        # 2,000 for sync"): then it is no update.
+        if shared >= wanted and shared > len(keys & old.near.get(value, frozenset())):
+            return True
+    return False
+
+
+def with_updates(
+    hits: Sequence[SearchHit], query: str, terms: Sequence[Term], config: RankConfig
+) -> list[SearchHit]:
+    """``hits`` with each line that updates an earlier one among the first
+    ``config.updates_top`` moved just above it, and both marked (see the module; ``terms``:
+    :func:`~memdir.index._query.analyze_query` of ``query``)."""
+    top = list(hits[: config.updates_top])
+    keys = frozenset(
+        word_key(fold(token))
+        for term in terms
+        if not term.stop and not term.part
+        for token in term.tokens
+    )
+    if len(top) < 2 or not keys:
+        return list(hits)
+    # Only a short line with a change word and a number can state an update: those are read
+    # first, then the lines they may update (same speaker, written before).
+    seen: dict[str, str | None] = {}
+    lines = {
+        i: _read(hit, keys, seen, config, changes=True)
+        for i, hit in enumerate(top)
+        if len(hit.content) <= _MAX_CHARS
+        and _DIGIT.search(hit.content)
+        and _says_change(hit.content)
+    }
+    updaters = [line.place for line in lines.values() if line.new]
+    if not updaters:
+        return list(hits)
+    for i, hit in enumerate(top):
+        if i not in lines and any(_may_update(new, _place(hit)) for new in updaters):
+            lines[i] = _read(hit, keys, seen, config, changes=False)
+    wanted = 1 if len(keys) == 1 else 2
+    pairs = [
+        (n, o)
+        for o, old in lines.items()
+        for n, new in lines.items()
+        if n != o and _updates(new, old, wanted)
+    ]
+    if not pairs:
+        return list(hits)
+    newer: dict[int, int] = {}  # an old hit -> the newest hit that updates it
+    for n, o in pairs:
+        if o not in newer or _later(lines[n].place, lines[newer[o]].place):
+            newer[o] = n
+    order = list(range(len(top)))
+    if not _HISTORY.search(query):
+        # Each update moves above the earliest line it updates, the newest first, so that a
+        # chain (A, then B, then C) ends newest first.
+        for n in sorted({n for n, _ in pairs}, key=lambda n: _when(lines[n].place), reverse=True):
+            first = min(order.index(o) for m, o in pairs if m == n)
+            if order.index(n) > first:
+                order.remove(n)
+                order.insert(first, n)
+    olds: dict[int, list[str]] = {}
+    for n, o in sorted(pairs, key=lambda pair: pair[1]):
+        olds.setdefault(n, []).append(citation(top[o]))
+    # A moved line takes the score of the line below it: the scores stay in order.
+    scores = [top[i].score for i in order]
+    for at in range(len(scores) - 2, -1, -1):
+        scores[at] = max(scores[at], scores[at + 1])
+    moved = [
+        replace(
+            top[i],
+            score=score,
+            superseded_by=citation(top[newer[i]]) if i in newer else None,
+            supersedes=tuple(olds.get(i, ())),
+        )
+        for i, score in zip(order, scores, strict=True)
+    ]
+    return moved + list(hits[len(top) :])
+
+
+def _when(place: _Place) -> tuple[int, str, int]:
+    return (place.day or 0, place.path, place.line)

@@ -1,0 +1,147 @@
+"""Updates that win: a later line that changes a value ranks above the one it updates, and
+the two hits say which is newer (on every store, through the tools, the CLI and the server)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from memdir.cli import cli
+from memdir.index import MemoryIndex, SearchHit, _rank
+from memdir.tools import memory_search
+from memdir.tools._core import shared_index
+from memdir.workspace import Workspace
+
+OLD = "- 09:00 user: The nightly backfill job runs in batches of 2,000 rows"
+# Said in passing, in a longer line: lexically weaker than the plain old statement.
+NEW = (
+    "- 16:30 user: Heads-up for whoever reads the pipeline notes later this week: the "
+    "backfill batch size is now 5,000 rows, since the replica keeps up fine at night"
+)
+OTHER = "- 12:00 user: Lunch with Dana on Friday at the noodle place"
+
+
+def _write(ws: Workspace, *days: tuple[str, list[str]]) -> None:
+    for day, lines in days:
+        ws.write_text(f"memory/{day}.md", "".join(f"{line}\n" for line in lines))
+
+
+def _search(ws: Workspace, query: str) -> list[SearchHit]:
+    with MemoryIndex(ws) as index:
+        index.refresh()
+        return index.search(query, limit=5)
+
+
+def _updates_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_rank, "DEFAULT", dataclasses.replace(_rank.DEFAULT, updates=False))
+
+
+def test_the_newer_value_ranks_first_and_both_hits_say_so(any_ws: Workspace) -> None:
+    _write(any_ws, ("2026-11-20", [OLD, OTHER]), ("2026-11-24", [NEW]))
+    hits = _search(any_ws, "nightly backfill job batch rows")
+    assert [h.line_number for h in hits[:2]] == [1, 1]
+    new, old = hits[0], hits[1]
+    assert new.path == "memory/2026-11-24.md" and "5,000" in new.content
+    assert old.path == "memory/2026-11-20.md" and "2,000" in old.content
+    assert old.superseded_by == "memory/2026-11-24.md#L1-L1"
+    assert new.supersedes == ("memory/2026-11-20.md#L1-L1",)
+    assert new.superseded_by is None and old.supersedes == ()
+    assert new.score >= old.score  # scores stay in rank order
+
+
+def test_without_it_the_plain_old_statement_wins(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the feature is for: lexically the stale line is the better match.
+    _write(ws, ("2026-11-20", [OLD, OTHER]), ("2026-11-24", [NEW]))
+    _updates_off(monkeypatch)
+    hits = _search(ws, "nightly backfill job batch rows")
+    assert "2,000" in hits[0].content and "5,000" in hits[1].content
+    assert all(h.superseded_by is None and h.supersedes == () for h in hits)
+
+
+def test_further_down_the_same_ledger_is_newer(ws: Workspace) -> None:
+    _write(ws, ("2026-11-20", [OLD, OTHER, NEW]))
+    hits = _search(ws, "nightly backfill job batch rows")
+    assert "5,000" in hits[0].content
+    assert hits[1].superseded_by == "memory/2026-11-20.md#L3-L3"
+
+
+def test_a_chain_of_updates_ends_newest_first(ws: Workspace) -> None:
+    latest = "- 10:00 user: We have bumped the backfill batch size again, it is now 8,000 rows"
+    _write(ws, ("2026-11-20", [OLD]), ("2026-11-24", [NEW]), ("2026-11-27", [latest]))
+    hits = _search(ws, "nightly backfill job batch rows")
+    values = [next(v for v in ("8,000", "5,000", "2,000") if v in h.content) for h in hits[:3]]
+    assert values == ["8,000", "5,000", "2,000"]
+    assert hits[2].superseded_by == "memory/2026-11-27.md#L1-L1"
+    assert set(hits[0].supersedes) == {"memory/2026-11-20.md#L1-L1", "memory/2026-11-24.md#L1-L1"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # another speaker's number is not an update of mine
+        (OLD, NEW.replace("user:", "dana:")),
+        # a later line with another number but no word of change: a different event
+        (
+            "- 09:00 user: Ran 5 km along the river this morning",
+            "- 18:00 user: Ran 10 km along the river with the running club this evening",
+        ),
+        # the change is of something else: the words near the numbers differ
+        (OLD, "- 16:30 user: The API rate limit is now 500 requests per minute"),
+        # same words, but another kind of number (a price, not a count of rows)
+        (OLD, "- 16:30 user: The backfill now costs $40 a night in replica rows"),
+    ],
+)
+def test_what_is_not_an_update_is_left_alone(ws: Workspace, old: str, new: str) -> None:
+    _write(ws, ("2026-11-20", [old]), ("2026-11-24", [new]))
+    query = "nightly backfill job batch rows" if "backfill" in old else "ran km river"
+    hits = _search(ws, query)
+    assert all(h.superseded_by is None and h.supersedes == () for h in hits)
+
+
+def test_a_question_about_the_past_keeps_the_order_but_marks_the_lines(ws: Workspace) -> None:
+    _write(ws, ("2026-11-20", [OLD, OTHER]), ("2026-11-24", [NEW]))
+    hits = _search(ws, "nightly backfill job batch rows before")
+    assert "2,000" in hits[0].content
+    assert hits[0].superseded_by == "memory/2026-11-24.md#L1-L1"
+
+
+def test_chinese_updates_win_too(ws: Workspace) -> None:
+    _write(
+        ws,
+        ("2026-11-20", ["- 09:00 用户：回填任务每批处理2000行"]),
+        (
+            "2026-11-24",
+            ["- 16:30 用户：跟大家说一下，回填任务的批大小现在是5000行了，夜里副本跟得上"],
+        ),
+    )
+    hits = _search(ws, "回填任务每批处理多少行")
+    assert "5000" in hits[0].content
+    assert hits[1].superseded_by == "memory/2026-11-24.md#L1-L1"
+
+
+def test_memory_search_and_the_cli_show_which_line_is_newer(ws: Workspace) -> None:
+    _write(ws, ("2026-11-20", [OLD, OTHER]), ("2026-11-24", [NEW]))
+    text = memory_search("nightly backfill job batch rows", workspace=ws)
+    lines = text.splitlines()
+    assert "memory/2026-11-24.md#L1-L1 [updates memory/2026-11-20.md#L1-L1]" in lines[1]
+    assert "memory/2026-11-20.md#L1-L1 [superseded by memory/2026-11-24.md#L1-L1]" in lines[2]
+    result = CliRunner().invoke(
+        cli, ["-w", str(ws.root), "search", "nightly backfill job batch rows", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert shown[0]["supersedes"] == ["memory/2026-11-20.md#L1-L1"]
+    assert shown[1]["superseded_by"] == "memory/2026-11-24.md#L1-L1"
+
+
+def test_a_server_s_hits_name_the_newer_line(remote_ws: Workspace) -> None:
+    _write(remote_ws, ("2026-11-20", [OLD, OTHER]), ("2026-11-24", [NEW]))
+    hits = shared_index(remote_ws).search("nightly backfill job batch rows", limit=5)
+    assert "5,000" in hits[0].content
+    assert hits[0].supersedes == ("memory/2026-11-20.md#L1-L1",)
+    assert hits[1].superseded_by == "memory/2026-11-24.md#L1-L1"
