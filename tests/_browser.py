@@ -153,6 +153,41 @@ class Page:
         ]
         assert not errors, f"console errors on {self.path}: {errors}"
 
+    def links(self) -> list[str]:
+        """The ``href`` of every link of the page, as written."""
+        hrefs = self.driver.execute_script(
+            "return Array.from(document.querySelectorAll('a[href]'), a => a.getAttribute('href'))"
+        )
+        return [str(h) for h in hrefs]
+
+    def accessibility_problems(self) -> list[str]:
+        """What keeps the page from a keyboard or a screen reader: a form control without a
+        label, a link or button without text, no language, not one ``h1``, a positive
+        ``tabindex`` (which breaks the keyboard order)."""
+        found = self.driver.execute_script(
+            """
+            const out = [];
+            if (!document.documentElement.lang) out.push('no lang on <html>');
+            const h1 = document.querySelectorAll('h1').length;
+            if (h1 !== 1) out.push(h1 + ' h1 headings');
+            for (const el of document.querySelectorAll('input, select, textarea')) {
+              if (el.type === 'hidden' || el.type === 'submit') continue;
+              const labelled = (el.labels && el.labels.length) || el.getAttribute('aria-label')
+                || el.getAttribute('aria-labelledby');
+              if (!labelled) out.push('unlabelled ' + el.outerHTML.slice(0, 80));
+            }
+            for (const el of document.querySelectorAll('a[href], button')) {
+              const name = (el.innerText || '').trim() || el.getAttribute('aria-label');
+              if (!name) out.push('nameless ' + el.outerHTML.slice(0, 80));
+            }
+            for (const el of document.querySelectorAll('[tabindex]')) {
+              if (parseInt(el.getAttribute('tabindex'), 10) > 0) out.push('tabindex>0');
+            }
+            return out;
+            """
+        )
+        return [str(p) for p in found]
+
     def screenshot(self, name: str) -> None:
         """Save the page as ``<name>.png`` under ``$MEMDIR_UI_SCREENSHOTS`` (when set)."""
         folder = os.environ.get(SCREENSHOTS_ENV)

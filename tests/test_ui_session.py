@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urldefrag
 
 import pytest
 from fastapi.routing import APIRoute
@@ -192,3 +194,27 @@ def test_the_overview_shows_a_consolidation_that_failed_and_why(ui: UiServer, pa
     page.login(ui.key("acme_read"))
     row = next(r for r in page.all("table.overview tbody tr") if ns in r.text)
     assert "failed" in row.text and "blank_answer" in row.text
+
+
+def test_every_page_works_with_a_keyboard_and_a_screen_reader(ui: UiServer, page: Page) -> None:
+    """Crawls the namespace's pages (and the overview, keys and login) for labels, names,
+    one h1, a language and the keyboard order."""
+    page.login(ui.key("acme_admin"))
+    queue, seen, problems = deque(["/ui/", "/ui/keys", f"/ui/ns/{NS}/"]), set(), {}
+    while queue and len(seen) < 60:
+        path = queue.popleft()
+        if path in seen:
+            continue
+        seen.add(path)
+        page.open(path)
+        found = page.accessibility_problems()
+        if found:
+            problems[path] = found
+        for href in page.links():
+            local = urldefrag(href)[0]
+            if local.startswith(f"/ui/ns/{NS}/") and local not in seen:
+                queue.append(local)
+    assert len(seen) >= 15, seen
+    assert problems == {}
+    page.logout()
+    assert page.accessibility_problems() == []  # the login page

@@ -43,13 +43,6 @@ def served(
         yield served
 
 
-def _links(page: Page) -> list[str]:
-    hrefs = page.driver.execute_script(
-        "return Array.from(document.querySelectorAll('a[href]'), a => a.getAttribute('href'))"
-    )
-    return [str(h) for h in hrefs]
-
-
 def _check(page: Page, path: str) -> None:
     page.open(path)  # no dialog, no console error
     made = page.all(DANGEROUS_ELEMENTS)
@@ -73,7 +66,7 @@ def test_no_planted_payload_runs_on_any_page(served: Served) -> None:
                 continue
             seen.add(path)
             _check(page, path)
-            for href in _links(page):
+            for href in page.links():
                 target = urldefrag(urljoin(base + path, href))[0]
                 parts = urlsplit(target)
                 if parts.netloc != urlsplit(base).netloc:
