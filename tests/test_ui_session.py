@@ -16,6 +16,7 @@ from fastapi.routing import APIRoute
 from starlette.testclient import TestClient
 
 from _browser import Page
+from _server import memdir
 from _ui import NS, OTHER_FACT, OTHER_NS, UiServer, anonymous_get, ui_server
 from memdir.memory import MemoryConsolidator
 from memdir.server.app import create_app
@@ -218,3 +219,20 @@ def test_every_page_works_with_a_keyboard_and_a_screen_reader(ui: UiServer, page
     assert problems == {}
     page.logout()
     assert page.accessibility_problems() == []  # the login page
+
+
+def test_a_search_linked_without_a_namespace_asks_which_or_opens_it(ui: UiServer) -> None:
+    memdir("-w", ui.served.workspace, "--namespace", "acme.second", "add", "a second namespace")
+    with ui.served.client() as client:
+        client.cookies.set("memdir_ui", ui.key("acme_read"))
+        chooser = client.get("/ui/search", params={"q": "小橘"}, follow_redirects=False)
+        assert chooser.status_code == 200
+        assert f"/ui/ns/{NS}/search?q=" in chooser.text and OTHER_NS not in chooser.text
+        opened = client.get("/ui/search", params={"q": "小橘", "ns": NS}, follow_redirects=False)
+        assert opened.status_code == 303
+        assert opened.headers["location"].startswith(f"/ui/ns/{NS}/search?q=")
+        refused = client.get("/ui/search", params={"q": "binder", "ns": OTHER_NS})
+        assert refused.status_code == 404 and "binder" not in refused.text.replace("q=", "")
+        client.cookies.set("memdir_ui", ui.key("alice_only"))  # one namespace: opened at once
+        only = client.get("/ui/search", params={"q": "猫"}, follow_redirects=False)
+        assert only.status_code == 303 and only.headers["location"].startswith(f"/ui/ns/{NS}/")

@@ -16,9 +16,10 @@ from memdir.memory._cursor import CURSOR_DIR
 from memdir.memory._history import read_log
 from memdir.memory._lease import Lease
 from memdir.server.state import server_state
+from memdir.server.ui._links import ns_url
 from memdir.server.ui._pages import CurrentViewer
-from memdir.server.ui._render import page
-from memdir.server.ui._session import LOCAL_NAMESPACE, Viewer
+from memdir.server.ui._render import page, redirect
+from memdir.server.ui._session import LOCAL_NAMESPACE, Refused, Viewer
 from memdir.store.workspace import (
     ARCHIVE_DIR,
     MEMORY_DIR,
@@ -142,6 +143,20 @@ def viewer_namespaces(request: Request, viewer: Viewer) -> list[tuple[str, Works
     if viewer.local:
         found.insert(0, (LOCAL_NAMESPACE, root))
     return found
+
+
+@router.get("/search")
+def search_anywhere(request: Request, viewer: CurrentViewer, q: str = "", ns: str = "") -> Response:
+    """``/ui/search?q=...``: a search linked without a namespace. With ``ns`` (or when the
+    viewer reaches only one namespace) it opens that namespace's search; else it asks which."""
+    keep = {k: v for k, v in request.query_params.items() if k in ("q", "mode", "in") and v}
+    names = [name for name, _ in viewer_namespaces(request, viewer)]
+    if ns and ns not in names:
+        raise Refused(404, "no such namespace")
+    chosen = ns or (names[0] if len(names) == 1 else "")
+    if chosen:
+        return redirect(ns_url(chosen, "search", **keep))
+    return page(request, "search-where.html", viewer, title="Search", q=q, names=names, keep=keep)
 
 
 @router.get("/")
