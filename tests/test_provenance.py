@@ -210,3 +210,28 @@ async def test_a_hits_sources_read_from_its_own_text_match_the_whole_ledgers(
     for hit in index.search("backfill ops host staging port hand continuation", limit=10):
         if hit.path == rel:
             assert hit.sources == SourceFinder(ws).sources(rel, hit.line_number, hit.line_end)
+
+
+def test_a_hand_written_ledger_and_a_repeated_bullet_cite_what_they_are(ws: Workspace) -> None:
+    """A ledger written by hand has no records: its hits are unsourced. A bullet added twice
+    has a record per line: each line cites its own."""
+    ws.write_text("memory/2026-11-29.md", "- the kiln is fired on Thursdays\n")
+    rel = "memory/2026-11-30.md"
+    add_memory(ws, "The kiln cools overnight", origin="person")
+    ws.append_text(rel, "- a note typed into the ledger about the kiln\n")
+    add_memory(ws, "The kiln cools overnight", origin="model")
+    index = shared_index(ws)
+    index.refresh()
+    hits = index.search("kiln", limit=10)
+    assert {h.path: h.sources for h in hits}["memory/2026-11-29.md"] == ("unsourced",)
+    lines = ws.read_text(rel).splitlines()
+    cited = [
+        SourceFinder(ws).sources(rel, n, n, line)
+        for n, line in enumerate(lines, start=1)
+        if line.startswith("- ")
+    ]
+    assert cited == [
+        ("added by a person (memdir add)",),
+        ("unsourced",),
+        ("added by the model (memory_add)",),
+    ], cited

@@ -8,7 +8,9 @@ import pytest
 
 from memdir.index import MemoryIndex
 from memdir.index._clauses import fuse_rankings, question_clauses, rank_fusion
+from memdir.index._engine import Engine
 from memdir.index._query import MAX_QUERY_CHARS, analyze_query
+from memdir.index._search import run_search
 from memdir.index._types import SearchHit
 from memdir.testing import ConceptEmbedder
 from memdir.workspace import Workspace
@@ -123,3 +125,30 @@ def test_rankings_are_fused_by_rank_and_identical_lines_shown_once() -> None:
     assert fused[2].score == round(1 / 3, 6)
     assert fuse_rankings([[a, b, c]], 2) == [replace(a, score=0.333333), replace(b, score=0.25)]
     assert rank_fusion([[1, 2], [2, 3]]) == [(2, 1 / 4 + 1 / 3), (1, 1 / 3), (3, 1 / 4)]
+
+
+def test_a_compound_question_ranks_as_its_questions_searched_apart(any_ws: Workspace) -> None:
+    """The searches of a compound question share the rows they read and the positions they
+    find in them: the ranking is the fusion of each searched on its own, scores and all."""
+    filler = " ".join(f"word{n}" for n in range(70))  # long lines: positions read from terms
+    lines = [f"the kiln at the studio is fired on day {n} {filler} glaze cones" for n in range(8)]
+    lines += [f"glaze recipe {n} uses feldspar and silica {filler} kiln" for n in range(8)]
+    lines += ["the studio opens at nine", "feldspar arrives on Mondays"]
+    any_ws.write_text(LEDGER, "".join(f"- {line}\n" for line in lines))
+    query = "When is the kiln at the studio fired? Which glaze recipe uses feldspar?"
+    terms = analyze_query(query)
+    questions = question_clauses(query, terms)
+    assert len(questions) == 2
+    with MemoryIndex(any_ws, embedder=False) as index:
+        index.refresh()
+
+        def searched(engine: Engine) -> tuple[list[SearchHit], list[SearchHit]]:
+            with engine.snapshot():
+                together = run_search(engine, query, 10, terms=terms, questions=questions)
+                apart = [run_search(engine, query, 10, terms=terms, questions=())]
+                apart += [run_search(engine, q.text, 10, terms=q.terms) for q in questions]
+                return together, fuse_rankings(apart, 10)
+
+        together, apart = index._run(searched, writes=False)
+    assert together == apart
+    assert len(together) == 10

@@ -63,6 +63,7 @@ from memdir.store.ledger import normalize_bullet
 __all__ = [
     "DEFAULT",
     "Holders",
+    "Memo",
     "QueryWords",
     "RankConfig",
     "ScoredRow",
@@ -173,15 +174,25 @@ def query_words(keys: Sequence[str], holders: dict[str, Holders] | None = None) 
     )
 
 
-def positions_of(row: StoredRow, words: QueryWords) -> tuple[int, dict[str, list[int]]]:
+Memo = dict[tuple[int, str], list[int]]
+"""Positions already read, by ``(row id, word key)`` (an empty list: not in the row), shared
+by the searches of one compound question (:func:`memdir.index._search.run_search`)."""
+
+
+def positions_of(
+    row: StoredRow, words: QueryWords, memo: Memo | None = None
+) -> tuple[int, dict[str, list[int]]]:
     """Token count of a row and the positions of the query ``words`` in it (by word key).
 
     Read from the terms stored with the row (:mod:`memdir.index._unit_terms`), or from its
-    text when none were (a short line), with the same result.
+    text when none were (a short line), with the same result; from ``memo`` when it holds
+    them, and kept there.
     """
     terms = row.terms
     if not terms:
         return _scan(row.content, words)
+    if memo is not None:
+        return row.words, _remembered(row, words, memo)
     where: dict[str, list[int]] = {}
     rowid = row.rowid
     for key, needles, known in words.lookups:
@@ -198,6 +209,21 @@ def positions_of(row: StoredRow, words: QueryWords) -> tuple[int, dict[str, list
         elif found := positions_at(terms, needles):
             where[key] = found
     return row.words, where
+
+
+def _remembered(row: StoredRow, words: QueryWords, memo: Memo) -> dict[str, list[int]]:
+    """:func:`positions_of` a row with stored terms, through ``memo``."""
+    where: dict[str, list[int]] = {}
+    rowid, terms = row.rowid, row.terms
+    for key, needles, known in words.lookups:
+        if known is not None and rowid >= known[1] and rowid not in known[0]:
+            continue
+        found = memo.get((rowid, key))
+        if found is None:
+            found = memo[rowid, key] = positions_at(terms, needles)
+        if found:
+            where[key] = found
+    return where
 
 
 def _scan(content: str, words: QueryWords) -> tuple[int, dict[str, list[int]]]:
@@ -291,8 +317,10 @@ class Scorer:
         newest_day: int | None,
         config: RankConfig,
         dates: DateCue | None = None,
+        memo: Memo | None = None,
     ) -> None:
         self.terms = terms
+        self._memo = memo
         self.dates = dates or None  # an empty cue names no day
         self.keys = tuple(dict.fromkeys(token for term in terms for token in term.tokens))
         # The rows known to hold a key (one-word terms, from their posting lists).
@@ -337,7 +365,7 @@ class Scorer:
     def score(self, row: StoredRow) -> float:
         """Relevance of one row on its own (0: no query term in it)."""
         config = self.config
-        length, index = positions_of(row, self._words)
+        length, index = positions_of(row, self._words, self._memo)
         if not index:
             return 0.0
         norm = config.k1 * (1 - config.b + config.b * (length or 1) / self.avgdl)

@@ -23,6 +23,7 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Collection, Container, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import date
 
 from memdir.index import _rank
@@ -32,7 +33,7 @@ from memdir.index._engine import Engine, FileInfo, StoredRow
 from memdir.index._feedback import with_feedback
 from memdir.index._forms import word_forms, word_key
 from memdir.index._query import Term, analyze_query
-from memdir.index._rank import RankConfig, Scorer, WeightedTerm, finish, idf
+from memdir.index._rank import Memo, RankConfig, Scorer, WeightedTerm, finish, idf
 from memdir.index._schema import LINE_BITS
 from memdir.index._text import fold
 from memdir.index._types import SearchHit
@@ -171,6 +172,7 @@ def _with_context(
     rows: dict[int, StoredRow],
     scores: dict[int, float],
     matching: Container[int],
+    shared: _Shared | None = None,
 ) -> dict[int, float]:
     """Let the strongest rows lift their matching neighbours in the same section.
 
@@ -187,7 +189,7 @@ def _with_context(
         for n in pair
         if n is not None and n not in rows and n in matching
     ]
-    for row in engine.fetch(missing):
+    for row in _fetch(engine, missing, shared):
         rows[row.rowid] = row
         scores[row.rowid] = scorer.score(row)
     lifted = dict(scores)
@@ -352,13 +354,40 @@ def run_search(
         questions = question_clauses(query, terms)
     if not questions:
         return _search(engine, query, limit, today, terms)
-    rankings = [_search(engine, query, limit, today, terms)]
-    rankings += [_search(engine, q.text, limit, today, q.terms) for q in questions]
+    # The whole and its questions share most words and candidates: each row is read, and
+    # each of its words looked for, once.
+    shared = _Shared({}, {})
+    rankings = [_search(engine, query, limit, today, terms, shared)]
+    rankings += [_search(engine, q.text, limit, today, q.terms, shared) for q in questions]
     return fuse_rankings(rankings, limit)
 
 
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """What the searches of one compound question share: rows read, positions found."""
+
+    rows: dict[int, StoredRow]
+    positions: Memo
+
+
+def _fetch(engine: Engine, rowids: Sequence[int], shared: _Shared | None) -> list[StoredRow]:
+    """:meth:`Engine.fetch` of ``rowids``, reading only those ``shared`` lacks (in the order
+    the engines return them: by row id, which ties among equal scores follow)."""
+    if shared is None:
+        return engine.fetch(rowids)
+    known = shared.rows
+    for row in engine.fetch([rowid for rowid in rowids if rowid not in known]):
+        known[row.rowid] = row
+    return [known[rowid] for rowid in sorted(rowids) if rowid in known]
+
+
 def _search(
-    engine: Engine, query: str, limit: int, today: date | None, terms: Sequence[Term]
+    engine: Engine,
+    query: str,
+    limit: int,
+    today: date | None,
+    terms: Sequence[Term],
+    shared: _Shared | None = None,
 ) -> list[SearchHit]:
     """:func:`run_search` of one question."""
     active = [term for term in terms if not term.stop] or terms
@@ -422,12 +451,13 @@ def _search(
         newest_day=engine.newest_day(),
         config=config,
         dates=cue,
+        memo=None if shared is None else shared.positions,
     )
     chosen = _choose(pre, wanted, scorer, engine.files_by_id())
-    rows = {row.rowid: row for row in engine.fetch(chosen)}
+    rows = {row.rowid: row for row in _fetch(engine, chosen, shared)}
     scores = {rowid: scorer.score(row) for rowid, row in rows.items()}
     if config.context:
-        scores = _with_context(engine, scorer, rows, scores, pre)
+        scores = _with_context(engine, scorer, rows, scores, pre, shared)
     if config.feedback:
         scores = with_feedback(
             engine,

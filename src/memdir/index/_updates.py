@@ -167,20 +167,67 @@ def _unit(text: str, matches: Sequence[re.Match[str]], at: int) -> frozenset[str
     return frozenset(out)
 
 
+def _cues(text: str, matches: Sequence[re.Match[str]], words: Sequence[str]) -> list[int]:
+    """The token numbers of the change words of a line (``matches``: its tokens, ``words``
+    their text)."""
+    if len(words) > _MAX_WORDS:
+        return []
+    # A capitalised cue inside a sentence is a name ("New Balance"), not a change.
+    cues = [
+        i for i, word in enumerate(words) if word.lower() in _CUES and not (i and word[0].isupper())
+    ]
+    if not text.isascii():
+        starts = [found.start() for found in matches]
+        cues += [bisect_right(starts, m.start()) - 1 for m in _CJK_CUES.finditer(text)]
+    return cues
+
+
+def _changed(at: int, cues: Sequence[int], words: Sequence[str], cue_reach: int) -> bool:
+    """Whether the number at token ``at`` follows a change word ("increased to 7", "new
+    deadline of April 5"), or "now" just after it ("7 now")."""
+    return any(
+        0 < at - cue <= cue_reach or (0 < cue - at <= 2 and words[cue].lower() == "now")
+        for cue in cues
+    )
+
+
+def _updater(
+    hit: SearchHit, keys: frozenset[str], seen: dict[str, str | None], config: RankConfig
+) -> _Line | None:
+    """What the test needs of a hit that states a change (:func:`_read`), or ``None``: no
+    number of it follows a change word near words of the query. Most lines stop at the
+    change words."""
+    text = hit.content
+    matches = list(_TOKEN.finditer(text))
+    words = [found.group() for found in matches]
+    cues = _cues(text, matches, words)
+    reach = config.updates_cue_reach
+    if not any(
+        word[0].isdigit() and _changed(at, cues, words, reach) for at, word in enumerate(words)
+    ):
+        return None
+    line = _read(hit, keys, seen, config, (matches, words, cues))
+    return line if line.new else None
+
+
 def _read(
     hit: SearchHit,
     keys: frozenset[str],
     seen: dict[str, str | None],
     config: RankConfig,
-    *,
-    changes: bool,
+    tokens: tuple[list[re.Match[str]], list[str], list[int]] | None = None,
 ) -> _Line:
     """What the test needs of a hit (``keys``: the query's word keys; ``seen``: the key of
     each word met so far, ``None`` when it is not one of them: a word is stemmed once;
-    ``changes``: look for change words too)."""
+    ``tokens``: its tokens, their text and its change words when known, else it is read
+    without change words)."""
     text = hit.content
-    matches = list(_TOKEN.finditer(text))
-    words = [found.group() for found in matches]
+    if tokens is None:
+        matches = list(_TOKEN.finditer(text))
+        words = [found.group() for found in matches]
+        cues: list[int] = []
+    else:
+        matches, words, cues = tokens
     reach = config.updates_reach
     values: dict[int, Value] = {}
     units: dict[Value, frozenset[str]] = {}
@@ -207,16 +254,6 @@ def _read(
             seen[word] = stemmed if stemmed in keys else None
         if (key := seen[word]) is not None:
             keyed.append((i, key))
-    cues: list[int] = []
-    if changes and len(words) <= _MAX_WORDS:
-        # A capitalised cue inside a sentence is a name ("New Balance"), not a change.
-        cues = [
-            i
-            for i, word in enumerate(words)
-            if word.lower() in _CUES and not (i and word[0].isupper())
-        ]
-        starts = [found.start() for found in matches]
-        cues += [bisect_right(starts, m.start()) - 1 for m in _CJK_CUES.finditer(text)]
     near: dict[Value, frozenset[str]] = {}
     new: dict[Value, frozenset[str]] = {}
     for at, value in values.items():
@@ -224,13 +261,7 @@ def _read(
         if not around:
             continue
         near[value] = near.get(value, frozenset()) | around
-        # The change word before the number ("increased to 7", "new deadline of April 5"),
-        # or "now" just after it ("7 now").
-        if any(
-            0 < at - cue <= config.updates_cue_reach
-            or (0 < cue - at <= 2 and words[cue].lower() == "now")
-            for cue in cues
-        ):
+        if _changed(at, cues, words, config.updates_cue_reach):
             new[value] = new.get(value, frozenset()) | around
     return _Line(
         place=_place(hit),
@@ -302,19 +333,21 @@ def with_updates(
     # Only a short line with a change word and a number can state an update: those are read
     # first, then the lines they may update (same speaker, written before).
     seen: dict[str, str | None] = {}
-    lines = {
-        i: _read(hit, keys, seen, config, changes=True)
-        for i, hit in enumerate(top)
-        if len(hit.content) <= _MAX_CHARS
-        and _DIGIT.search(hit.content)
-        and _says_change(hit.content)
-    }
-    updaters = [line.place for line in lines.values() if line.new]
+    lines: dict[int, _Line] = {}
+    for i, hit in enumerate(top):
+        if (
+            len(hit.content) <= _MAX_CHARS
+            and _DIGIT.search(hit.content)
+            and _says_change(hit.content)
+            and (line := _updater(hit, keys, seen, config)) is not None
+        ):
+            lines[i] = line
+    updaters = [line.place for line in lines.values()]
     if not updaters:
         return list(hits)
     for i, hit in enumerate(top):
         if i not in lines and any(_may_update(new, _place(hit)) for new in updaters):
-            lines[i] = _read(hit, keys, seen, config, changes=False)
+            lines[i] = _read(hit, keys, seen, config)
     wanted = 1 if len(keys) == 1 else 2
     pairs = [
         (n, o)

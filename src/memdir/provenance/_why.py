@@ -209,10 +209,8 @@ def _placed(bullets: Sequence[Bullet], first: int) -> list[Bullet]:
     """``bullets`` parsed from text that starts at line ``first`` of its file, numbered as
     in the file."""
     shift = first - 1
-    return [
-        dataclasses.replace(b, first_line=b.first_line + shift, last_line=b.last_line + shift)
-        for b in bullets
-    ]
+    # The constructor, not ``dataclasses.replace``: a search places fifty hits' bullets.
+    return [Bullet(b.text, b.heading, b.first_line + shift, b.last_line + shift) for b in bullets]
 
 
 class SourceFinder:
@@ -226,7 +224,7 @@ class SourceFinder:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self._files: dict[str, tuple[list[Bullet], list[MemoryRecord] | None]] = {}
-        self._ledgers: dict[str, list[LedgerRecord]] = {}
+        self._ledgers: dict[str, dict[str, list[LedgerRecord]]] = {}
         self._lines: dict[str, tuple[str, ...]] = {}
 
     def _file(self, path: str) -> tuple[list[Bullet], list[MemoryRecord] | None]:
@@ -311,10 +309,12 @@ class SourceFinder:
         if name not in self._ledgers:
             rel = ledger_records_rel(name)
             self._ledgers[name] = cached_parse(
-                self.ws, (rel,), lambda: read_ledger_records(self.ws, name)
+                self.ws, (rel,), lambda: _by_id(read_ledger_records(self.ws, name))
             )
-        ident = bullet_id(bullet.text)
-        mine = [r for r in self._ledgers[name] if r.id == ident]
+        records = self._ledgers[name]
+        if not records:
+            return ["unsourced"]  # no bullet of the ledger has a record: no need to hash it
+        mine = records.get(bullet_id(bullet.text), [])
         record = next((r for r in mine if r.line == bullet.first_line + 1), None)
         record = record or (mine[0] if mine else None)
         if record is None:
@@ -324,6 +324,15 @@ class SourceFinder:
         rel = f"sessions/{record.session}.log.jsonl"
         ids = record.messages or (record.span or ())
         return [f"{rel}#{i}" for i in ids] or [rel]
+
+
+def _by_id(records: Sequence[LedgerRecord]) -> dict[str, list[LedgerRecord]]:
+    """A ledger's records by bullet id, each id's in file order (a hit's are looked up, not
+    searched for)."""
+    out: dict[str, list[LedgerRecord]] = {}
+    for record in records:
+        out.setdefault(record.id, []).append(record)
+    return out
 
 
 def with_sources(ws: Workspace, hits: Sequence[SearchHit]) -> list[SearchHit]:
