@@ -7,7 +7,10 @@ of a workspace (and of a ``pg_dump`` of its schema) after ``memdir forget``.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
+import re
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
@@ -47,12 +50,30 @@ def hits(blob: bytes, canaries: Iterable[str] = CANARIES) -> list[str]:
     return [c for c in canaries if any(v in blob for v in variants(c))]
 
 
+_BASE64 = re.compile(rb'"([A-Za-z0-9+/]{8,}={0,2})"')
+_HEX = re.compile(rb"\\x((?:[0-9a-f]{2})+)")
+
+
+def decoded(blob: bytes) -> bytes:
+    """``blob`` and, after it, what it holds encoded: a JSON string in base64 (an answer kept
+    by the files store) or a ``bytea`` in hex (``\\x...``, a body in a ``pg_dump``)."""
+    parts = [blob]
+    for match in _BASE64.finditer(blob):
+        try:
+            parts.append(base64.b64decode(match[1], validate=True))
+        except (binascii.Error, ValueError):
+            continue
+    parts.extend(bytes.fromhex(match[1].decode("ascii")) for match in _HEX.finditer(blob))
+    return b"\n".join(parts)
+
+
 def scan_tree(root: Path, canaries: Iterable[str] = CANARIES) -> dict[str, list[str]]:
-    """Every file under ``root`` (SQLite files, WAL and journals included) holding a canary."""
+    """Every file under ``root`` (SQLite files, WAL and journals included) holding a canary,
+    as it is or encoded (:func:`decoded`)."""
     found: dict[str, list[str]] = {}
     wanted = list(canaries)
     for path in sorted(root.rglob("*")):
-        if path.is_file() and (got := hits(path.read_bytes(), wanted)):
+        if path.is_file() and (got := hits(decoded(path.read_bytes()), wanted)):
             found[str(path.relative_to(root))] = got
     return found
 
@@ -110,9 +131,10 @@ def pg_dump(url: str) -> bytes:
 
 
 def scan_store(ws: Workspace, canaries: Iterable[str] = CANARIES) -> dict[str, list[str]]:
-    """Every place of the workspace's store holding a canary: files (directory) or a dump."""
+    """Every place of the workspace's store holding a canary: files (directory) or a dump
+    (encoded bytes decoded, see :func:`decoded`)."""
     if ws.is_local:
         return scan_tree(ws.base, canaries)
     assert ws.url is not None
-    got = hits(pg_dump(ws.url), canaries)
+    got = hits(decoded(pg_dump(ws.url)), canaries)
     return {"pg_dump": got} if got else {}

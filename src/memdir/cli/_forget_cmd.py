@@ -75,9 +75,7 @@ def forget_cmd(
     report = apply_forget(ws, plan, by=by)
     if as_json:
         echo_json({"erased": report.erased, "files": list(report.files),
-                   "deleted": list(report.deleted), "record": report.record})  # fmt: skip
+                   "deleted": list(report.deleted), "records": report.records,
+                   "record": report.record})  # fmt: skip
     else:
-        click.echo(
-            f"Erased {report.erased} line(s) or message(s) from {len(report.files)} file(s)"
-            f" ({len(report.deleted)} deleted); erasure record {report.record}."
-        )
+        click.echo(report.describe())

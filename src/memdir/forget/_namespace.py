@@ -4,7 +4,8 @@ On a directory the namespace's tree ``ns/<name>/`` is first renamed to
 ``ns/.erasing-<key>`` (one atomic step: it is gone from every listing and open), then removed;
 a run killed in between leaves that directory, which the next run removes. In PostgreSQL
 every row of the namespace (its files, index, vectors, locks) goes in one transaction, and
-the API keys bound to exactly that namespace are revoked; the tables are then vacuumed. The
+the API keys bound to exactly that namespace are revoked; the tables are then vacuumed. First the
+server's idempotency records of the namespace are erased (:mod:`memdir.forget._records`). The
 root workspace's ``memory/.forget/erased.jsonl`` gets a record: when, who asked, the keyed
 hash of the name (a name may itself identify the person), never the content.
 """
@@ -19,6 +20,7 @@ from typing import Any
 from memdir._testpoint import pause_point
 from memdir.errors import MemdirError
 from memdir.forget._keys import ERASED_REL, FORGET_DIR, Keyer
+from memdir.forget._records import erase_namespace_records
 from memdir.store.namespaces import NAMESPACES_DIR, validate_namespace
 from memdir.store.workspace import Workspace
 
@@ -106,7 +108,8 @@ def _delete(root: Workspace, name: str, key: str) -> tuple[int, int]:
     from memdir.sessions._search import close_session_index
     from memdir.tools._core import close_shared_index
 
-    doomed_ws = root.namespaced(name, create=False)
+    erase_namespace_records(root, name)  # first: a record of no namespace known is read
+    doomed_ws = root.namespaced(name, create=False)  # against the files, which go next
     close_shared_index(doomed_ws)  # an open database would keep the deleted bytes on disk
     close_session_index(doomed_ws)
     if root.is_local:

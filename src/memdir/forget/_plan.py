@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from memdir.errors import MemdirError
 from memdir.forget._keys import FORGET_DIR, Keyer, fold
-from memdir.forget._scrub import Erasure, scrub_file
+from memdir.forget._scrub import Erasure, scrub_file, strings
 from memdir.provenance._records import (
     MEMORY_RECORDS_REL,
     bullet_id,
@@ -26,7 +26,7 @@ from memdir.provenance._records import (
 )
 from memdir.store.workspace import INDEX_DIR, MEMORY_MD, Workspace
 
-__all__ = ["Place", "Target", "facts_of", "files_of", "keys_for", "places_of"]
+__all__ = ["Place", "Target", "facts_of", "files_of", "keys_for", "namespace_lines", "places_of"]
 
 _CITATION = re.compile(r"^(?P<path>[^#\s]+)#L(?P<start>\d+)(?:-L?(?P<end>\d+))?$")
 _LEDGER = re.compile(r"^memory/(?:archive/)?(\d{4}-\d{2}-\d{2}\.md)$")
@@ -106,17 +106,6 @@ def _worth(line: str) -> bool:
     return len(stripped) >= MIN_CHARS and not stripped.startswith("#")
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-
-
 def _lines_of(rel: str, text: str) -> Iterator[str]:
     if rel.endswith((".json", ".jsonl", "_state")):
         for raw in text.split("\n") if rel.endswith(".jsonl") else [text]:
@@ -125,18 +114,40 @@ def _lines_of(rel: str, text: str) -> Iterator[str]:
             except ValueError:
                 yield from raw.split("\n")
                 continue
-            for s in _strings(value):
+            for s in strings(value):
                 yield from s.split("\n")
     else:
         yield from text.split("\n")
 
 
+def _file_lines(ws: Workspace) -> Iterator[tuple[str, str]]:
+    """Each file's lines (its JSON strings' lines), with the file."""
+    for rel in files_of(ws):
+        try:
+            text = ws.read_bytes(rel).decode("utf-8", errors="replace")
+        except (FileNotFoundError, MemdirError):
+            continue
+        for line in _lines_of(rel, text):
+            yield rel, line
+
+
+def namespace_lines(ws: Workspace) -> Iterator[str]:
+    """Every line of the workspace's (namespace's) files long enough to be a fact."""
+    return (line for _, line in _file_lines(ws) if _worth(line))
+
+
 def keys_for(
-    ws: Workspace, keyer: Keyer, facts: list[str], *, whole: bool = False
+    ws: Workspace,
+    keyer: Keyer,
+    facts: list[str],
+    *,
+    whole: bool = False,
+    elsewhere: Iterable[str] = (),
 ) -> tuple[set[str], set[str], set[str]]:
     """The keyed hashes of every line holding one of ``facts`` (``whole``: every line that
-    is one of them, compared as bullets are), the bullet ids of the erased ledger and
-    ``MEMORY.md`` bullets, and the ids of the messages they came from."""
+    is one of them, compared as bullets are), in the files or among the lines ``elsewhere``
+    (a server's records), the bullet ids of the erased ledger and ``MEMORY.md`` bullets, and
+    the ids of the messages they came from."""
     needles = [fold(f.strip().lstrip("-*+• ").strip()) for f in facts]
     wanted = {keyer.key(f) for f in facts} - {""} if whole else set()
 
@@ -149,18 +160,14 @@ def keys_for(
     keys: set[str] = set()
     ledger_ids: dict[str, set[str]] = {}
     bullet_ids: set[str] = set()
-    for rel in files_of(ws):
-        try:
-            text = ws.read_bytes(rel).decode("utf-8", errors="replace")
-        except (FileNotFoundError, MemdirError):
-            continue
-        for line in _lines_of(rel, text):
-            if holds(line) and (key := keyer.key(line)):
-                keys.add(key)
-                if (m := _LEDGER.match(rel)) is not None:
-                    ledger_ids.setdefault(m[1], set()).add(bullet_id(line))
-                elif rel == MEMORY_MD:
-                    bullet_ids.add(bullet_id(line))
+    for rel, line in _file_lines(ws):
+        if holds(line) and (key := keyer.key(line)):
+            keys.add(key)
+            if (m := _LEDGER.match(rel)) is not None:
+                ledger_ids.setdefault(m[1], set()).add(bullet_id(line))
+            elif rel == MEMORY_MD:
+                bullet_ids.add(bullet_id(line))
+    keys.update(key for line in elsewhere if holds(line) and (key := keyer.key(line)))
     message_ids: set[str] = set()
     for name, ids in ledger_ids.items():
         bullet_ids |= ids

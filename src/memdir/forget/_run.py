@@ -7,11 +7,14 @@ The erasure is written in this order, each step safe to run again:
 2. the erasure record in ``memory/.forget/erased.jsonl`` (the denylist): from here on no flush
    or consolidation writes a line with one of those keys;
 3. each file, rewritten whole (atomically: old or new, never half) or deleted;
-4. the index, brought in line and its freed pages, WAL and dead rows cleared;
-5. the journal removed.
+4. the records of ``memdir serve``'s idempotency keys holding an erased line, replaced by
+   markers without content (:mod:`memdir.forget._records`);
+5. the index, brought in line and its freed pages, WAL and dead rows cleared (the records'
+   table too);
+6. the journal removed.
 
 A run killed at any point leaves the journal; the next forget, namespace delete,
-consolidation or flush (or :func:`resume_erasures`) runs steps 2 to 5 again from it.
+consolidation or flush (or :func:`resume_erasures`) runs steps 2 to 6 again from it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from memdir._testpoint import pause_point
 from memdir.errors import MemdirError
 from memdir.forget._keys import ERASED_REL, FORGET_DIR, Keyer
 from memdir.forget._plan import Place, Target, facts_of, files_of, keys_for, places_of
+from memdir.forget._records import RECORDS_PLACE, erase_records, record_lines, records_holding
 from memdir.forget._scrub import Erasure, scrub_file
 from memdir.store.workspace import Workspace
 
@@ -45,7 +49,9 @@ class ForgetPlan:
 
     Attributes:
         facts: how many distinct lines and messages hold the fact (keyed hashes).
-        places: every file it changes (path, lines, or deleted).
+        places: every file it changes (path, lines, or deleted); last, when a server's
+            idempotency records hold it, ``server idempotency records`` with their number
+            as ``lines``.
         keys: the keyed hashes of the erased lines (no text).
     """
 
@@ -65,8 +71,12 @@ class ForgetPlan:
         """The preview, one place a line."""
         if self.empty:
             return "nothing holds that text: nothing to forget, nothing changed"
-        lines = [f"{len(self.keys)} line(s) or message(s) hold it, in {len(self.places)} file(s):"]
+        files = sum(1 for place in self.places if place.path != RECORDS_PLACE)
+        lines = [f"{len(self.keys)} line(s) or message(s) hold it, in {files} file(s):"]
         for place in self.places:
+            if place.path == RECORDS_PLACE:
+                lines.append(f"  {RECORDS_PLACE}: {place.lines}")
+                continue
             what = "deleted" if place.deleted else f"{place.lines} line(s)"
             lines.append(f"  {place.path}: {what}")
         lines.append(
@@ -78,7 +88,16 @@ class ForgetPlan:
 
 @dataclass(frozen=True, slots=True)
 class ForgetReport:
-    """What a forget removed."""
+    """What a forget removed.
+
+    Attributes:
+        erased: how many distinct lines and messages (keyed hashes).
+        files: the files rewritten.
+        deleted: the files deleted.
+        record: the erasure record's id.
+        resumed: erasures a crash had interrupted, completed first.
+        records: the server's idempotency records erased.
+    """
 
     erased: int
     files: tuple[str, ...]
@@ -86,6 +105,15 @@ class ForgetReport:
     record: str
     resumed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    records: int = 0
+
+    def describe(self) -> str:
+        """What was erased, in one sentence (no text)."""
+        records = f", {self.records} server idempotency record(s)" if self.records else ""
+        return (
+            f"Erased {self.erased} line(s) or message(s) from {len(self.files)} file(s)"
+            f" ({len(self.deleted)} deleted){records}; erasure record {self.record}."
+        )
 
 
 def _store_words(ws: Workspace) -> str:
@@ -105,14 +133,19 @@ def plan_forget(ws: Workspace, target: Target) -> ForgetPlan:
     # copies): a short line such as "- TODO" must not take every line that says "todo".
     whole = target.text is None
     keys, bullet_ids, message_ids = (
-        keys_for(ws, keyer, facts, whole=whole) if facts else (set(), set(), set())
+        keys_for(ws, keyer, facts, whole=whole, elsewhere=record_lines(ws))
+        if facts
+        else (set(), set(), set())
     )
     if not keys:
         return ForgetPlan(facts=0, places=(), keys=frozenset(), store=_store_words(ws))
     erasure = _erasure(keyer, frozenset(keys), bullet_ids, message_ids, marker="")
+    places = places_of(ws, erasure)
+    if records := len(records_holding(ws, erasure)):
+        places.append(Place(RECORDS_PLACE, records, deleted=False))
     return ForgetPlan(
         facts=len(keys),
-        places=tuple(places_of(ws, erasure)),
+        places=tuple(places),
         keys=frozenset(keys),
         bullet_ids=frozenset(bullet_ids),
         message_ids=frozenset(message_ids),
@@ -160,7 +193,7 @@ def apply_forget(ws: Workspace, plan: ForgetPlan, *, by: str = "person") -> Forg
             "keys": sorted(plan.keys),
             "bullet_ids": sorted(plan.bullet_ids),
             "message_ids": sorted(plan.message_ids),
-            "files": [p.path for p in plan.places],
+            "files": [p.path for p in plan.places if p.path != RECORDS_PLACE],
         }
         ws.write_text(JOURNAL_REL, json.dumps(journal, indent=1))
         pause_point("forget:journal-written")
@@ -171,6 +204,7 @@ def apply_forget(ws: Workspace, plan: ForgetPlan, *, by: str = "person") -> Forg
         deleted=report.deleted,
         record=report.record,
         resumed=resumed,
+        records=report.records,
     )
 
 
@@ -226,6 +260,7 @@ def _complete(ws: Workspace, journal: dict[str, Any]) -> ForgetReport:
             continue
         (deleted if outcome else files).append(rel)
         pause_point("forget:file-scrubbed")
+    records = erase_records(ws, erasure)  # before the index: its vacuum clears their rows
     pause_point("forget:before-index")
     from memdir.index._erase import scrub_index
 
@@ -236,7 +271,11 @@ def _complete(ws: Workspace, journal: dict[str, Any]) -> ForgetReport:
 
         vacuum_postgres(ws, ("files", "chunks"))  # the journal's rows
     return ForgetReport(
-        erased=len(journal["keys"]), files=tuple(files), deleted=tuple(deleted), record=record
+        erased=len(journal["keys"]),
+        files=tuple(files),
+        deleted=tuple(deleted),
+        record=record,
+        records=records,
     )
 
 

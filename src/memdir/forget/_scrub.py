@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
 from memdir.messages import SUMMARY_NAME
 
-__all__ = ["ERASED_TEXT", "Erasure", "scrub_file"]
+__all__ = ["ERASED_TEXT", "Erasure", "holds", "scrub_file", "strings"]
 
 ERASED_TEXT: Final = "[erased]"
 _LEDGER = re.compile(r"^memory/(?:archive/)?\d{4}-\d{2}-\d{2}\.md$")
@@ -100,7 +100,7 @@ def _jsonl(rel: str, text: str, erasure: Erasure) -> str:
                 line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
             out.append(line)
             continue
-        if _holds(record, erasure):
+        if holds(record, erasure):
             continue
         out.append(line)
     return "\n".join(out)
@@ -131,14 +131,21 @@ def _cites(record: Any, ids: Collection[str]) -> bool:
     )
 
 
-def _holds(value: Any, erasure: Erasure) -> bool:
+def strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value (values of objects, items of arrays), depth first."""
     if isinstance(value, str):
-        return erasure.hit(value)
-    if isinstance(value, dict):
-        return any(_holds(v, erasure) for v in value.values())
-    if isinstance(value, list):
-        return any(_holds(v, erasure) for v in value)
-    return False
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings(v)
+
+
+def holds(value: Any, erasure: Erasure) -> bool:
+    """Whether a string anywhere in the JSON value ``value`` has an erased line."""
+    return any(erasure.hit(text) for text in strings(value))
 
 
 def _value(value: Any, erasure: Erasure) -> Any:
@@ -157,7 +164,7 @@ def _message(msg: dict[str, Any], erasure: Erasure) -> dict[str, Any]:
     """The message with its text erased (whole), or a summary without its erased lines;
     ``msg`` itself when it holds nothing erased."""
     named = msg.get("id") in erasure.message_ids
-    if not named and not _holds(msg.get("content"), erasure):
+    if not named and not holds(msg.get("content"), erasure):
         return msg
     if not named and str(msg.get("name", "")).startswith(SUMMARY_NAME):
         return {**msg, "content": _value(msg.get("content"), erasure)}

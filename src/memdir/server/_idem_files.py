@@ -4,7 +4,9 @@
 A file is named by the SHA-256 of its key (a key is the client's text, never a path) and
 rewritten whole (a synced temp file renamed over it) under the tenant's lock file, so the
 server's worker processes claim a key one at a time. Times are the host's clock: a
-directory workspace is served by one host.
+directory workspace is served by one host. A record keeps the namespace its request wrote
+into (``ns``; a record written before it was kept has none); an erased record is a file
+``{"state": "erased", "expires_at"}`` and nothing else.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
 from memdir.errors import WorkspaceError
-from memdir.server.idempotency import Answer, Claim
+from memdir.server._idem_base import Answer, Claim, StoredRecord, content_of
 from memdir.store._fileio import atomic_write, file_lock
 from memdir.store.workspace import SERVER_DIR
 
@@ -29,6 +31,8 @@ __all__ = ["FileIdempotencyStore"]
 
 _TENANT: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 _LOCK: Final = ".lock"
+_ERASED: Final = "erased"
+_REF: Final = re.compile(r"[0-9a-f]{64}\.json")
 logger = logging.getLogger("memdir.server")
 
 
@@ -87,7 +91,15 @@ class FileIdempotencyStore:
         atomic_write(path, json.dumps(record, sort_keys=True).encode("utf-8"))
 
     def claim(
-        self, tenant: str, key: str, fingerprint: bytes, token: str, *, lease: float, ttl: float
+        self,
+        tenant: str,
+        key: str,
+        fingerprint: bytes,
+        token: str,
+        *,
+        lease: float,
+        ttl: float,
+        namespace: str = "",
     ) -> Claim:
         now = self._clock()
         with self._locked(tenant) as where:
@@ -103,9 +115,12 @@ class FileIdempotencyStore:
                         "locked_until": now + lease,
                         "expires_at": now + ttl,
                         "intent": None,
+                        "ns": namespace,
                     },
                 )
                 return Claim("new")
+            if record.get("state") == _ERASED:
+                return Claim("erased")
             if record.get("fingerprint") != fingerprint.hex():
                 return Claim("mismatch")
             if record.get("state") == "done":
@@ -159,16 +174,55 @@ class FileIdempotencyStore:
                 record["locked_until"] = self._clock()
                 self._write(path, record)
 
+    def _tenants(self) -> list[str]:
+        try:
+            return sorted(p.name for p in self.dir.iterdir() if _TENANT.fullmatch(p.name))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise WorkspaceError(f"cannot list {self.dir}: {exc.strerror}") from exc
+
+    def records(self, namespace: str | None) -> Iterator[StoredRecord]:
+        now = self._clock()
+        for tenant in self._tenants():
+            for path in sorted(self._tenant_dir(tenant).glob("*.json")):
+                record = self._read(path)
+                if record is None or record.get("state") == _ERASED or _expired(record, now):
+                    continue
+                ns = record.get("ns")
+                if ns is not None and (namespace is None or ns != namespace):
+                    continue
+                stored = record.get("answer")
+                body = headers = None
+                if isinstance(stored, dict):
+                    body = base64.b64decode(str(stored.get("body", "")))
+                    headers = stored.get("headers")
+                content = content_of(body, headers, record.get("intent"))
+                yield StoredRecord(tenant, path.name, ns if isinstance(ns, str) else None, content)
+
+    def erase(self, records: Iterable[StoredRecord]) -> int:
+        now = self._clock()
+        erased = 0
+        for found in records:
+            if not _REF.fullmatch(found.ref):  # a record's own name, never a path
+                raise WorkspaceError(f"not an idempotency record: {found.ref!r}")
+            with self._locked(found.tenant) as where:
+                path = where / found.ref
+                record = self._read(path)
+                if record is None or record.get("state") == _ERASED:
+                    continue
+                if _expired(record, now):
+                    path.unlink(missing_ok=True)
+                else:
+                    expires = max(float(record.get("expires_at", 0)), now)
+                    self._write(path, {"state": _ERASED, "expires_at": expires, "locked_until": 0})
+                erased += 1
+        return erased
+
     def purge(self) -> int:
         now = self._clock()
         removed = 0
-        try:
-            tenants = [p.name for p in self.dir.iterdir() if _TENANT.fullmatch(p.name)]
-        except FileNotFoundError:
-            return 0
-        except OSError as exc:
-            raise WorkspaceError(f"cannot list {self.dir}: {exc.strerror}") from exc
-        for tenant in tenants:
+        for tenant in self._tenants():
             with self._locked(tenant) as where:
                 for path in where.glob("*.json"):
                     record = self._read(path)

@@ -1,4 +1,5 @@
-"""The idempotency records of a PostgreSQL workspace: the ``idempotency`` table (migration 8).
+"""The idempotency records of a PostgreSQL workspace: the ``idempotency`` table (migrations 8
+and 9: the namespace a record's request wrote into, and erased records).
 
 Times are the database's (``clock_timestamp()``), so replicas on hosts whose clocks differ
 agree on when a claim lapsed. A claim is one transaction: insert the record, or lock the one
@@ -8,12 +9,13 @@ there and decide; a transaction retried after a dropped connection finds its own
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from memdir.server.idempotency import Answer, Claim
+from memdir.server._idem_base import Answer, Claim, StoredRecord, content_of
 from memdir.store.postgres._connect import Database
 from memdir.store.postgres._schema import ensure_migrated
 
@@ -41,15 +43,23 @@ class PgIdempotencyStore:
         return sql.SQL(text.replace("{later}", _SECONDS)).format(t=self._table)
 
     def claim(
-        self, tenant: str, key: str, fingerprint: bytes, token: str, *, lease: float, ttl: float
+        self,
+        tenant: str,
+        key: str,
+        fingerprint: bytes,
+        token: str,
+        *,
+        lease: float,
+        ttl: float,
+        namespace: str = "",
     ) -> Claim:
         fresh = self._sql(
-            "INSERT INTO {t} (tenant, key, fingerprint, token, state, locked_until, expires_at)"
-            " VALUES (%s, %s, %s, %s, 'running', {later}, {later})"
+            "INSERT INTO {t} (tenant, key, fingerprint, token, state, locked_until, expires_at,"
+            " ns) VALUES (%s, %s, %s, %s, 'running', {later}, {later}, %s)"
             " ON CONFLICT (tenant, key) DO UPDATE SET fingerprint = excluded.fingerprint,"
             " token = excluded.token, state = 'running', locked_until = excluded.locked_until,"
             " expires_at = excluded.expires_at, intent = NULL, status = NULL, headers = NULL,"
-            " body = NULL"
+            " body = NULL, ns = excluded.ns"
             " WHERE {t}.expires_at <= clock_timestamp() AND {t}.locked_until <= clock_timestamp()"
             " RETURNING 1"
         )
@@ -63,7 +73,7 @@ class PgIdempotencyStore:
         )
 
         def run(cur: Any) -> Claim:
-            cur.execute(fresh, (tenant, key, fingerprint, uuid.UUID(token), lease, ttl))
+            cur.execute(fresh, (tenant, key, fingerprint, uuid.UUID(token), lease, ttl, namespace))
             if cur.fetchone() is not None:
                 return Claim("new")
             cur.execute(look, (tenant, key))
@@ -73,6 +83,8 @@ class PgIdempotencyStore:
             stored_fp, holder, state, held, intent, status, headers, body = row
             if holder == token:  # this transaction was committed before a lost connection
                 return Claim("takeover" if intent is not None else "new", intent=intent)
+            if state == "erased":
+                return Claim("erased")
             if bytes(stored_fp) != fingerprint:
                 return Claim("mismatch")
             if state == "done":
@@ -131,6 +143,50 @@ class PgIdempotencyStore:
                 cur.execute(unlock, (tenant, key, holder))
 
         self._tx(run)
+
+    def records(self, namespace: str | None) -> Iterator[StoredRecord]:
+        statement = self._sql(
+            "SELECT tenant, key, ns, body, headers, intent FROM {t}"
+            " WHERE state <> 'erased' AND (ns IS NULL OR ns = %s)"
+            " AND (expires_at > clock_timestamp() OR locked_until > clock_timestamp())"
+            " ORDER BY tenant, key"
+        )
+
+        def run(cur: Any) -> list[StoredRecord]:
+            # NULL never equals: a root (no namespace) reads only the records of none known
+            cur.execute(statement, (namespace,))
+            return [
+                StoredRecord(
+                    tenant,
+                    key,
+                    ns,
+                    content_of(None if body is None else bytes(body), headers, intent),
+                )
+                for tenant, key, ns, body, headers, intent in cur.fetchall()
+            ]
+
+        found: list[StoredRecord] = self._tx(run)
+        yield from found
+
+    def erase(self, records: Iterable[StoredRecord]) -> int:
+        statement = self._sql(
+            "UPDATE {t} SET state = 'erased', fingerprint = ''::bytea, token = %s, ns = NULL,"
+            " intent = NULL, status = NULL, headers = NULL, body = NULL,"
+            " locked_until = clock_timestamp(),"
+            " expires_at = greatest(expires_at, clock_timestamp())"
+            " WHERE tenant = %s AND key = %s AND state <> 'erased'"
+        )
+        wanted = [(found.tenant, found.ref) for found in records]
+
+        def run(cur: Any) -> int:
+            erased = 0
+            for tenant, key in wanted:
+                cur.execute(statement, (uuid.uuid4(), tenant, key))
+                erased += int(cur.rowcount)
+            return erased
+
+        done: int = self._tx(run) if wanted else 0
+        return done
 
     def purge(self) -> int:
         statement = self._sql(

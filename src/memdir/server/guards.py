@@ -58,12 +58,14 @@ async def before_write(
     *,
     idempotent: bool,
     streamed: bool = False,
+    namespace: str = "",
 ) -> None:
-    """Claim the request's idempotency key (when the route honours one).
+    """Claim the request's idempotency key (when the route honours one), for a write into
+    ``namespace`` (``""``: none; a forget there erases the records holding its text).
 
     Raises:
         Replayed: the request was answered before (:func:`guarded` sends that answer).
-        KeyReused, KeyInProgress: the key cannot be used now (422, 409).
+        KeyReused, KeyInProgress, ResultErased: the key cannot be used (422, 409, 410).
         QuotaExceeded: the write would take the tenant past its storage quota (507).
         WorkspaceError: the store cannot be reached (503).
     """
@@ -84,6 +86,7 @@ async def before_write(
             fingerprint(request, body),
             lease=settings.idempotency_lease,
             ttl=settings.idempotency_ttl,
+            namespace=namespace,
         )
         request.state.idempotent_run = run
     meter = state.usage

@@ -12,14 +12,18 @@ fingerprint of the request (method, path, query, ``Content-Type``, ``If-Match``,
 - the same key still running: 409 ``idempotency-in-progress`` with ``Retry-After``;
 - the same key whose holder died (its claim was not renewed for ``lease`` seconds): the
   route runs again, *taking over*, and learns what the dead run recorded it was about to
-  write (its intent), so an append that landed is found instead of written twice.
+  write (its intent), so an append that landed is found instead of written twice;
+- the same key whose record was erased (a forget or a namespace delete found the erased
+  text in it, or it wrote into the deleted namespace): 410 ``idempotency-result-erased``;
+  nothing runs, so a client's retry never writes an erased fact back.
 
 A running claim is renewed every ``lease / 3`` seconds while its request runs. A success
 (2xx, 3xx) is stored for ``ttl`` seconds (a day by default) when its body is at most
 :data:`MAX_STORED_BODY`; an error is not stored (the claim is dropped, or left for a takeover
 when an intent was recorded), so a retry runs the write again.
 
-Records are kept per tenant in the store (:mod:`._idem_pg`, :mod:`._idem_files`).
+Records are kept per tenant in the store (:mod:`._idem_pg`, :mod:`._idem_files`), each with
+the namespace its request wrote into (:mod:`._idem_base`).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import hashlib
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final
 
 import anyio
 import anyio.to_thread
@@ -38,6 +42,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from memdir.errors import MemdirError
+from memdir.server._idem_base import Answer, Claim, IdempotencyStore, open_idempotency_store
 from memdir.server.problems import ProblemError
 from memdir.store.ledger import AppendedBlock, landed_since
 from memdir.store.workspace import Workspace
@@ -55,6 +60,7 @@ __all__ = [
     "KeyReused",
     "LedgerOnce",
     "Replayed",
+    "ResultErased",
     "claim_key",
     "fingerprint",
     "open_idempotency_store",
@@ -68,78 +74,6 @@ MAX_STORED_BODY: Final = 64 << 10
 """The largest answer body kept for a replay; a larger one is run again (safely, see above)."""
 _NOT_STORED: Final = frozenset({"content-length", "date", "server", "x-request-id"})
 logger = logging.getLogger("memdir.server")
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """An answer kept for replays: its status, headers and body."""
-
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """What claiming a key found.
-
-    Attributes:
-        kind: ``new`` (this request holds it), ``takeover`` (it holds it after a run that
-            died), ``replay`` (answered before), ``running`` (another request holds it),
-            ``mismatch`` (the key was used for another request).
-        intent: on a takeover, what the dead run recorded it was about to write.
-        answer: on a replay, the stored answer.
-    """
-
-    kind: Literal["new", "takeover", "replay", "running", "mismatch"]
-    intent: dict[str, Any] | None = None
-    answer: Answer | None = None
-
-
-class IdempotencyStore(Protocol):
-    """Where the idempotency records of a workspace are kept (per tenant and key)."""
-
-    def claim(
-        self, tenant: str, key: str, fingerprint: bytes, token: str, *, lease: float, ttl: float
-    ) -> Claim:
-        """Claim ``key`` for a run identified by ``token`` (see :class:`Claim`)."""
-        ...
-
-    def record_intent(self, tenant: str, key: str, token: str, intent: dict[str, Any]) -> bool:
-        """Keep what the holder is about to write; whether it still holds the claim."""
-        ...
-
-    def renew(self, tenant: str, key: str, token: str, *, lease: float) -> bool:
-        """Hold the claim ``lease`` seconds more; whether it is still held."""
-        ...
-
-    def finish(self, tenant: str, key: str, token: str, answer: Answer, *, ttl: float) -> bool:
-        """Store the answer (kept ``ttl`` seconds); whether the claim was still held."""
-        ...
-
-    def release(self, tenant: str, key: str, token: str) -> None:
-        """Give the claim up without an answer: dropped, or, when an intent was recorded,
-        left for the next try to take over at once."""
-        ...
-
-    def purge(self) -> int:
-        """Delete the expired records; how many."""
-        ...
-
-
-def open_idempotency_store(root: Workspace) -> IdempotencyStore:
-    """The idempotency records of the workspace ``root``: a table of a PostgreSQL workspace,
-    files under ``<base>/.memdir-server/idempotency/`` of a directory one."""
-    if root.is_local:
-        from memdir.server._idem_files import FileIdempotencyStore
-
-        return FileIdempotencyStore(root.base)
-    from memdir.server._idem_pg import PgIdempotencyStore
-    from memdir.store.postgres import PostgresStore
-
-    store = root.store
-    assert isinstance(store, PostgresStore)
-    return PgIdempotencyStore(store.db)
 
 
 def fingerprint(request: Request, body: bytes) -> bytes:
@@ -182,6 +116,18 @@ class KeyInProgress(ProblemError):
             "a request with this Idempotency-Key is still running: send it again after "
             "Retry-After seconds to get its answer",
             headers={"Retry-After": "1"},
+        )
+
+
+class ResultErased(ProblemError):
+    """410: the record of this key was erased (a forget or a namespace delete)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            410,
+            "idempotency-result-erased",
+            "the result of the request sent with this Idempotency-Key was erased (a forget "
+            "or a namespace delete), so it is not run again: send a new key to write anew",
         )
 
 
@@ -290,18 +236,23 @@ async def claim_key(
     *,
     lease: float,
     ttl: float,
+    namespace: str = "",
 ) -> IdempotentRun:
-    """Claim ``key`` for a request; the run that holds it.
+    """Claim ``key`` for a request that writes into ``namespace`` (``""``: none); the run
+    that holds it.
 
     Raises:
         Replayed: the request was answered before (its answer is in the exception).
         KeyReused: the key was used for another request.
         KeyInProgress: a request with the key is running.
+        ResultErased: the key's record was erased.
         WorkspaceError: the store cannot be reached.
     """
     token = str(uuid.uuid4())
     found = await anyio.to_thread.run_sync(
-        lambda: store.claim(tenant, key, fingerprint, token, lease=lease, ttl=ttl)
+        lambda: store.claim(
+            tenant, key, fingerprint, token, lease=lease, ttl=ttl, namespace=namespace
+        )
     )
     if found.kind == "replay":
         assert found.answer is not None
@@ -310,6 +261,8 @@ async def claim_key(
         raise KeyReused()
     if found.kind == "running":
         raise KeyInProgress()
+    if found.kind == "erased":
+        raise ResultErased()
     run = IdempotentRun(
         store=store,
         tenant=tenant,

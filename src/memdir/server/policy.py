@@ -294,8 +294,14 @@ def write_gate(policy: Policy, *, namespaced: bool) -> Callable[..., Coroutine[A
     async def gate(request: Request, **params: Any) -> None:
         principal = params["bound"].principal if namespaced else params["principal"]
         key = params.get("idempotency_key")
+        into = params["bound"].ns if namespaced else ""
         await before_write(
-            request, principal, key, idempotent=policy.idempotent, streamed=policy.streamed
+            request,
+            principal,
+            key,
+            idempotent=policy.idempotent,
+            streamed=policy.streamed,
+            namespace=into,
         )
 
     named = inspect.Parameter.KEYWORD_ONLY
@@ -353,6 +359,8 @@ _PROBLEMS: Final = {
     403: "The key's scope does not allow this.",
     404: "Not found (a namespace the key does not reach is not found either).",
     409: "A request with this Idempotency-Key is still running (Retry-After).",
+    410: "The result of the request sent with this Idempotency-Key was erased (a forget or "
+    "a namespace delete); it is not run again.",
     413: "The request body is too large.",
     422: "The request is not valid (or its Idempotency-Key was used for another request).",
     429: "The tenant sends too many requests, or has too many in flight (Retry-After).",
@@ -415,7 +423,7 @@ class MemdirRouter:
             namespaced = "{ns}" in self._router.prefix + path
             dependencies.append(Depends(write_gate(policy, namespaced=namespaced)))
         if policy.idempotent:
-            statuses.append(409)
+            statuses += [409, 410]
         responses: dict[int | str, dict[str, Any]] = {
             status: {"model": Problem, "description": _PROBLEMS[status]}
             for status in sorted(statuses)

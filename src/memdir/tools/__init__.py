@@ -443,11 +443,7 @@ def memory_forget(
     plan = plan_forget(ws, Target.of(what))
     if plan.empty or not confirm:
         return plan.describe() + ("" if plan.empty else "\nCall again with confirm=true.")
-    report = apply_forget(ws, plan, by=by)
-    return (
-        f"Erased {report.erased} line(s) or message(s) from {len(report.files)} file(s)"
-        f" ({len(report.deleted)} deleted); erasure record {report.record}."
-    )
+    return apply_forget(ws, plan, by=by).describe()
 
 
 def format_added(result: AddResult) -> str:

@@ -262,6 +262,16 @@ MIGRATIONS: Final[dict[int, list[str]]] = {
         "CREATE INDEX files_ns_pattern ON {s}.files (ns text_pattern_ops) INCLUDE (size)",
         "CREATE INDEX namespaces_pattern ON {s}.namespaces (ns text_pattern_ops)",
     ],
+    # An idempotency record keeps the namespace its request wrote into ('': none; NULL: a
+    # record made before, namespace unknown), so a forget or a namespace delete finds the
+    # records to erase; an erased record ('erased': no content) answers a retry with 410.
+    9: [
+        "ALTER TABLE {s}.idempotency ADD COLUMN ns text",
+        "ALTER TABLE {s}.idempotency DROP CONSTRAINT idempotency_state_check",
+        "ALTER TABLE {s}.idempotency ADD CONSTRAINT idempotency_state_check"
+        " CHECK (state IN ('running', 'done', 'erased'))",
+        "CREATE INDEX idempotency_ns ON {s}.idempotency (ns)",
+    ],
 }
 SCHEMA_VERSION: Final = max(MIGRATIONS)
 
