@@ -80,15 +80,14 @@ class Page:
         field = self.driver.find_element(By.ID, "key")
         field.clear()
         field.send_keys(key)
-        field.submit()
-        self.assert_nothing_ran()
+        self.go(field, submit=True)
         return self
 
     def logout(self) -> None:
         """Log out (the form in the header), and wait for the login page."""
         from selenium.webdriver.common.by import By
 
-        self.driver.find_element(By.CSS_SELECTOR, "form.logout button").click()
+        self.go(self.driver.find_element(By.CSS_SELECTOR, "form.logout button"))
         self.wait_for_path("/ui/login")
 
     def wait_for_path(self, prefix: str, timeout: float = 60) -> None:
@@ -125,7 +124,30 @@ class Page:
         """Follow the first link whose text contains ``text``."""
         from selenium.webdriver.common.by import By
 
-        self.driver.find_element(By.PARTIAL_LINK_TEXT, text).click()
+        self.go(self.driver.find_element(By.PARTIAL_LINK_TEXT, text))
+        return self
+
+    def go(self, element: Any, *, submit: bool = False) -> Page:
+        """Click ``element`` (or submit its form), wait until the next page has replaced this
+        one, and check that nothing ran on it."""
+        from selenium.common.exceptions import WebDriverException
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        old = self.driver.find_element(By.TAG_NAME, "html")
+        if submit:
+            element.submit()
+        else:
+            element.click()
+
+        def replaced(_: Any) -> bool:
+            try:
+                old.tag_name  # noqa: B018 (asked only to see whether it is still there)
+            except WebDriverException:  # stale, or "does not belong to the document"
+                return True
+            return False
+
+        WebDriverWait(self.driver, 60).until(replaced)
         self.assert_nothing_ran()
         return self
 
@@ -142,14 +164,10 @@ class Page:
             pass
         else:
             raise AssertionError(f"a dialog opened on {self.path}: {text!r}")
-        here = str(self.driver.current_url).split("#")[0]
         errors = [
             entry["message"]
             for entry in self.driver.get_log("browser")
-            if entry.get("level") == "SEVERE"
-            and "favicon.ico" not in entry["message"]
-            # an error page's own status (a 404, a refused login) is not a script's error
-            and not entry["message"].startswith(f"{here} - Failed to load resource")
+            if entry.get("level") == "SEVERE" and not self._page_status(entry["message"])
         ]
         assert not errors, f"console errors on {self.path}: {errors}"
 
@@ -187,6 +205,18 @@ class Page:
             """
         )
         return [str(p) for p in found]
+
+    def _page_status(self, message: str) -> bool:
+        """Whether a console line only reports the status of a page of the server (an error
+        page: a 404, a refused login, a 409 conflict; logged by the browser, not a script's
+        error). A stylesheet or script that fails to load is still an error."""
+        url, _, rest = message.partition(" - ")
+        page = url.split("#")[0].split("?")[0]
+        return (
+            rest.startswith("Failed to load resource: the server responded with a status of")
+            and page.startswith(self.base + "/ui")
+            and not page.startswith(self.base + "/ui/static/")
+        ) or page.endswith("/favicon.ico")
 
     def screenshot(self, name: str) -> None:
         """Save the page as ``<name>.png`` under ``$MEMDIR_UI_SCREENSHOTS`` (when set)."""

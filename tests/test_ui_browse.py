@@ -99,7 +99,7 @@ def test_a_chinese_search_marks_the_words_and_its_citation_opens_the_ledger_line
     assert "每天早上七点" not in marked, "only the words of the query are marked"
     link = hit.find_element("css selector", "a.cite")
     citation = link.text
-    link.click()
+    page.go(link)
     page.assert_nothing_ran()
     assert page.path.startswith(f"/ui/ns/{NS}/file?path=memory")
     row = targeted(page)
@@ -115,13 +115,13 @@ def test_a_memory_bullet_leads_to_its_ledger_line_and_the_conversation_message(
     login(ui, page)
     page.open(f"/ui/ns/{NS}/")
     bullet = next(b for b in page.all(".bullet") if "pytest" in b.text)
-    bullet.find_element("partial link text", "sources").click()
+    page.go(bullet.find_element("partial link text", "sources"))
     page.assert_nothing_ran()
-    next(a for a in page.all("a.cite") if "/file?path=memory" in a.get_attribute("href")).click()
+    page.go(next(a for a in page.all("a.cite") if "/file?path=memory" in a.get_attribute("href")))
     page.assert_nothing_ran()
     row = targeted(page)
     assert row is not None and "pytest" in row.text
-    row.find_element("css selector", "a.source").click()  # the conversation it came from
+    page.go(row.find_element("css selector", "a.source"))  # the conversation it came from
     page.assert_nothing_ran()
     assert page.path.startswith(f"/ui/ns/{NS}/sessions/billing-migration?line=")
     message = targeted(page)

@@ -44,7 +44,7 @@ def _append(page: Page, line: str) -> None:
 
 
 def _save(page: Page, expect: str) -> None:
-    page.find("form.edit button[type=submit]").click()
+    page.go(page.find("form.edit button[type=submit]"))
     _wait_path(page, expect)
 
 
@@ -77,7 +77,7 @@ def test_an_edit_shows_as_a_persons_version_whose_diff_marks_it_and_a_restore_un
     assert page.all(".diff .ctx")
     page.screenshot("diff")
 
-    page.find("form.restore button").click()
+    page.go(page.find("form.restore button"))
     _wait_path(page, f"/ui/ns/{NS}/?notice=restored")
     assert "earlier version is MEMORY.md again" in page.text(".notice")
     assert page.text(".doc") == before

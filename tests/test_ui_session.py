@@ -40,7 +40,7 @@ def test_a_page_without_a_session_asks_for_a_login_and_comes_back_after_it(
     page.screenshot("login")
     field = page.find("#key")
     field.send_keys(ui.key("acme_read"))
-    field.submit()
+    page.go(field, submit=True)
     assert page.path == f"/ui/ns/{NS}/"
     assert "MEMORY.md" in page.text("h1")
     assert page.all(".bullet"), "the ingested conversations were consolidated into bullets"
