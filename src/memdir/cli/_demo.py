@@ -237,6 +237,7 @@ def step_next(ctx: DemoContext) -> None:
         f"memdir -w {root} ingest ~/.claude/projects/<project>/   # your own transcripts",
         f"memdir -w {root} chat --model openai:gpt-4o-mini        # or --model extractive",
         f"memdir -w {root} mcp    # MCP server for Claude, Cursor (pip install 'memdir[mcp]')",
+        f"memdir -w {root} ui     # see and correct it in a browser (pip install 'memdir[server]')",
     ):
         ctx.console.print(f"  {command}", markup=False)
 
