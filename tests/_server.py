@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -382,3 +383,45 @@ def remote_workspace(served: Served, *, key: str = "acme_write", **options: Any)
         api_key=served.keys.secrets[key],
         **options,
     )
+
+
+@contextlib.contextmanager
+def launched(args: Sequence[str], ready: re.Pattern[str]) -> Iterator[str]:
+    """``python -m memdir ARGS`` running until the end of the block; the URL its ready line
+    (``ready``, whose group 1 is the URL) names. Stopped with SIGTERM."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memdir", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=dict(os.environ),
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+    errors: list[str] = []
+
+    def read(stream: Any, into: Any, *, stdout: bool) -> None:
+        with stream:  # closed here: a pipe left open warns when it is collected
+            for line in stream:
+                into(line)
+        if stdout:
+            lines.put(None)
+
+    for stream, into, stdout in (
+        (proc.stdout, lines.put, True),
+        (proc.stderr, errors.append, False),
+    ):
+        threading.Thread(
+            target=read, args=(stream, into), kwargs={"stdout": stdout}, daemon=True
+        ).start()
+    try:
+        url = ""
+        while not url:
+            line = lines.get(timeout=START_TIMEOUT)
+            assert line is not None, f"memdir {args[0]} exited: {''.join(errors)}"
+            found = ready.search(line)
+            url = found[1] if found else ""
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import queue
 import re
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +10,7 @@ import httpx
 import pytest
 
 from _browser import Page, browser
-from _server import memdir
+from _server import launched, memdir
 
 READY = re.compile(r"memdir ui: open (http://\S+)/ui/")
 FACT = "The release train leaves on Thursdays"
@@ -28,36 +23,8 @@ def local_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     memdir("-w", ws, "add", FACT)
     memdir("-w", ws, "consolidate")
     memdir("-w", ws, "--namespace", "acme.alice", "add", NAMESPACED)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memdir", "ui", "-w", ws, "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ),
-    )
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def read() -> None:
-        assert proc.stdout is not None
-        with proc.stdout:
-            for line in proc.stdout:
-                lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        url = ""
-        while not url:
-            line = lines.get(timeout=60)
-            assert line is not None, proc.stderr.read() if proc.stderr else ""
-            found = READY.search(line)
-            url = found[1] if found else ""
+    with launched(["ui", "-w", ws, "--port", "0"], READY) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
-        if proc.stderr is not None:
-            proc.stderr.close()
 
 
 def test_the_workspace_and_its_namespaces_are_shown_without_a_key(local_ui: str) -> None:

@@ -5,20 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import os
-import queue
 import re
 import ssl
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from _server import create_key
+from _server import create_key, launched
 
 READY = re.compile(r"memdir serve: listening on (https://\S+)")
 
@@ -65,34 +60,10 @@ def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     ws = str(folder / "ws")
     key = create_key(ws, "acme", "read")["key"]
     cert, private = _certificate(folder)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memdir", "serve", "-w", ws, "--port", "0", "--no-maintenance",
-         "--ssl-certfile", str(cert), "--ssl-keyfile", str(private)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
-    )  # fmt: skip
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def read() -> None:
-        assert proc.stdout is not None
-        with proc.stdout:
-            for line in proc.stdout:
-                lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        url = ""
-        while not url:
-            line = lines.get(timeout=60)
-            assert line is not None, "memdir serve exited"
-            found = READY.search(line)
-            url = found[1] if found else ""
+    args = ["serve", "-w", ws, "--port", "0", "--no-maintenance",
+            "--ssl-certfile", str(cert), "--ssl-keyfile", str(private)]  # fmt: skip
+    with launched(args, READY) as url:
         yield url, cert, str(key)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
-        if proc.stderr is not None:
-            proc.stderr.close()
 
 
 def test_behind_tls_the_session_cookie_is_secure_and_host_only(
