@@ -236,3 +236,13 @@ def test_a_search_linked_without_a_namespace_asks_which_or_opens_it(ui: UiServer
         client.cookies.set("memdir_ui", ui.key("alice_only"))  # one namespace: opened at once
         only = client.get("/ui/search", params={"q": "猫"}, follow_redirects=False)
         assert only.status_code == 303 and only.headers["location"].startswith(f"/ui/ns/{NS}/")
+
+
+def test_only_the_stylesheet_is_served_as_a_static_file(tmp_path: Path) -> None:
+    app = create_app(ServerSettings(workspace=str(tmp_path / "ws"), maintenance=False))
+    with TestClient(app) as client:
+        css = client.get("/ui/static/ui.css")
+        assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+        assert "nosniff" in css.headers["x-content-type-options"]
+        for name in ("ui.js", "..%2F_login.py", "%2E%2E", "templates%2Fbase.html"):
+            assert client.get(f"/ui/static/{name}").status_code == 404, name

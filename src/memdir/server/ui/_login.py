@@ -25,7 +25,8 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
-_STATIC: Final = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8"}
+_STATIC: Final = {"ui.css": "text/css; charset=utf-8"}
+"""The files under ``/ui/static/`` (the pages need no script)."""
 _MAX_KEY: Final = 8192
 
 
@@ -109,7 +110,7 @@ async def logout(request: Request) -> Response:
 
 @router.get("/static/{name}")
 async def static(name: str) -> Response:
-    """The UI's stylesheet and script (vendored in the package: nothing is fetched)."""
+    """The UI's stylesheet (in the package: nothing is fetched from elsewhere)."""
     media = _STATIC.get(name)
     if media is None:
         raise Refused(404, "no such file")
