@@ -23,6 +23,8 @@ family each:
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response
@@ -67,8 +69,6 @@ async def _login_required(request: Request, exc: Exception) -> Response:
     target = request.url.path
     if request.method == "GET" and request.url.query:
         target += "?" + request.url.query
-    from urllib.parse import urlencode
-
     return redirect("/ui/login?" + urlencode({"next": target}))
 
 

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 
 from memdir._net import is_loopback_host
+from memdir.errors import ConfigError
 from memdir.server.auth import AuthError, Grant, Principal, Scope
 from memdir.server.problems import ProblemError
 from memdir.server.state import ServerState, server_state
@@ -45,8 +46,10 @@ COOKIE: Final = "memdir_ui"
 SECURE_COOKIE: Final = "__Host-memdir_ui"
 LOCAL_NAMESPACE: Final = "_"
 """``memdir ui``'s name for the workspace itself (never a valid namespace name)."""
-_LOCAL_SECRET: Final = secrets.token_bytes(32)
-"""The CSRF key of ``memdir ui`` (one process: it has no session to derive it from)."""
+_LOCAL_CSRF: Final = hmac.new(
+    secrets.token_bytes(32), b"memdir-ui-csrf", hashlib.sha256
+).hexdigest()
+"""The CSRF token of ``memdir ui``: one process, no session to derive it from."""
 
 
 class LoginRequired(Exception):
@@ -91,7 +94,7 @@ class Viewer:
             return True
         try:
             validate_namespace(ns)
-        except Exception:
+        except ConfigError:
             return False
         return self.principal.grant.allows(ns)
 
@@ -118,8 +121,7 @@ def _local_viewer(request: Request) -> Viewer:
         grant=Grant(tenant="local", prefix=""),
         via="loopback",
     )
-    token = hmac.new(_LOCAL_SECRET, b"memdir-ui-csrf", hashlib.sha256).hexdigest()
-    return Viewer(principal=principal, csrf=token, local=True)
+    return Viewer(principal=principal, csrf=_LOCAL_CSRF, local=True)
 
 
 async def viewer_of(request: Request) -> Viewer:
