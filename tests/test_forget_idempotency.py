@@ -165,9 +165,13 @@ def test_a_deleted_namespace_takes_its_records_and_a_retry_does_not_bring_it_bac
     with served.client("acme_write") as acme:
         assert _erased(_add(acme, ns, f"The locker code is {canary}.", key))
         assert _replayed(_add(acme, sibling, KEPT, sibling_key), sibling_first)
-    # A write to a missing namespace makes it before its key is read (as any write does): the
-    # refused retry leaves it there, empty.
-    assert _ledgers(served, ns) == "" and not scan_store(served.local(ns), [canary])
+    # A write makes a missing namespace only once its key is claimed: the refused retry
+    # leaves none behind.
+    root = Workspace(served.workspace, create=False)
+    assert ns not in root.namespaces() and not root.namespaced(ns, create=False).exists()
+    with served.client("acme_write") as acme:  # a new write still makes it
+        assert _add(acme, ns, KEPT, str(uuid.uuid4())).status_code == 201
+    assert ns in root.namespaces() and KEPT in _ledgers(served, ns)
 
 
 def test_a_record_kept_before_namespaces_were_recorded_is_read_for_the_fact(

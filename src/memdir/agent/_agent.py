@@ -61,6 +61,8 @@ from memdir.compaction import (
 )
 from memdir.errors import ConfigError, ModelError
 from memdir.eviction import ToolResultEvictionConfig, ToolResultEvictor
+from memdir.forget import erasure_mark
+from memdir.forget._guard import guard_messages
 from memdir.memory import (
     MaintenanceConfig,
     MemoryConsolidator,
@@ -193,6 +195,7 @@ class HarnessAgent:
         self._hooks = HookRegistry()
         self._store = SessionStore(self.workspace, name)
         self._sessions: dict[str, list[Msg]] = {}
+        self._erasures: dict[str, str] = {}  # the erasure mark each session was checked at
         self._locks: dict[str, asyncio.Lock] = {}
         self._background = BackgroundTasks()
         self._sync = SyncRunner(f"memdir-agent-{name}")
@@ -311,15 +314,28 @@ class HarnessAgent:
     def _history(self, sid: str) -> list[Msg]:
         if sid not in self._sessions or self._store.stale(sid):
             self._sessions[sid] = self._store.load(sid)
+            self._erasures[sid] = erasure_mark(self.workspace)
+        else:  # a fact erased since the session was read goes from what is held too
+            held = self._sessions[sid]
+            if (guarded := self._guarded(sid, held)) is not held:
+                held[:] = guarded
         return self._sessions[sid]
 
+    def _guarded(self, sid: str, msgs: list[Msg]) -> list[Msg]:
+        """``msgs`` as the erasures since this session was last checked leave them."""
+        mark = erasure_mark(self.workspace)
+        if self._erasures.get(sid) == mark:
+            return msgs
+        self._erasures[sid] = mark
+        return guard_messages(self.workspace, msgs)
+
     def _commit(self, sid: str, msgs: list[Msg]) -> None:
-        self._sessions[sid] = list(msgs)
+        self._sessions[sid] = self._guarded(sid, list(msgs))
         self._store.save(sid, self._sessions[sid])
 
     def _append(self, sid: str, msgs: Sequence[Msg]) -> None:
         history = self._history(sid)
-        history.extend(msgs)
+        history.extend(guard_messages(self.workspace, msgs))
         self._store.save(sid, history)
 
     def reset(self, session_id: str | None = None) -> None:

@@ -29,6 +29,7 @@ from memdir.compaction.summary import (
     summary_log,
     summary_text,
 )
+from memdir.forget._guard import guard_messages
 from memdir.messages import SUMMARY_NAME, Msg
 from memdir.models import ChatModel, ToolSpec, resolve_patience
 from memdir.sessions import LogSpan
@@ -269,6 +270,12 @@ class Run:
         summarized = sum(summarized_count(m) if m.name == SUMMARY_NAME else 1 for m in to_summarize)
         model = cfg.model or self.c.model
         outcome = await self._summarize(model, to_summarize, fallback=False)
+        if (guarded := guard_messages(self.c.workspace, to_summarize)) is not to_summarize:
+            # A message was erased while the model summarised it: the summary may restate
+            # it in other words, so it is written again from the messages as the forget left.
+            log.warning("compaction: a message was erased during the summary; summarising again")
+            to_summarize = guarded
+            outcome = await self._summarize(model, to_summarize, fallback=False)
         stage = "summary"
         kept, why = self._replace_prefix(outcome, plan, span, summarized)
         fault = outcome.text is None  # the model failed, rather than wrote too much

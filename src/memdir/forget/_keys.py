@@ -16,7 +16,7 @@ import json
 import re
 import secrets
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from memdir.store.ledger import normalize_bullet
@@ -29,7 +29,9 @@ __all__ = [
     "Keyer",
     "erased_keys",
     "erasure_mark",
+    "erasure_records",
     "fold",
+    "listed",
     "without_erased",
 ]
 
@@ -73,17 +75,26 @@ def erasure_mark(ws: Workspace) -> str:
     return "" if st is None else f"{st.size}:{st.tag}"
 
 
-def erased_keys(ws: Workspace) -> frozenset[str]:
-    """Every keyed hash ever erased in this workspace (the denylist)."""
-    keys: set[str] = set()
+def erasure_records(ws: Workspace) -> Iterator[dict[str, Any]]:
+    """The records of ``memory/.forget/erased.jsonl`` (one per erasure), oldest first."""
     for line in ws.read_text(ERASED_REL).splitlines():
         try:
             record: Any = json.loads(line)
         except ValueError:
             continue
-        if isinstance(record, dict) and isinstance(record.get("keys"), list):
-            keys.update(k for k in record["keys"] if isinstance(k, str))
-    return frozenset(keys)
+        if isinstance(record, dict):
+            yield record
+
+
+def listed(record: dict[str, Any], field: str) -> list[str]:
+    """The strings of the list ``field`` of an erasure record (none when malformed)."""
+    value = record.get(field)
+    return [k for k in value if isinstance(k, str)] if isinstance(value, list) else []
+
+
+def erased_keys(ws: Workspace) -> frozenset[str]:
+    """Every keyed hash ever erased in this workspace (the denylist)."""
+    return frozenset(k for record in erasure_records(ws) for k in listed(record, "keys"))
 
 
 def without_erased(ws: Workspace, lines: Iterable[str]) -> list[str]:

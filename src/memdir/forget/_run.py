@@ -241,6 +241,7 @@ def _complete(ws: Workspace, journal: dict[str, Any]) -> ForgetReport:
             "record": record,
             "kind": "facts",
             "keys": journal["keys"],
+            "messages": journal.get("message_ids", []),
         }
         ws.append_text(ERASED_REL, json.dumps(line) + "\n")
     erasure = _erasure(

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from memdir.messages import SUMMARY_NAME
 
-__all__ = ["ERASED_TEXT", "Erasure", "holds", "scrub_file", "strings"]
+__all__ = ["ERASED_TEXT", "Erasure", "holds", "message_scrubbed", "scrub_file", "strings"]
 
 ERASED_TEXT: Final = "[erased]"
 _LEDGER = re.compile(r"^memory/(?:archive/)?\d{4}-\d{2}-\d{2}\.md$")
@@ -169,6 +169,13 @@ def _message(msg: dict[str, Any], erasure: Erasure) -> dict[str, Any]:
     if not named and str(msg.get("name", "")).startswith(SUMMARY_NAME):
         return {**msg, "content": _value(msg.get("content"), erasure)}
     return {**msg, "content": _blank(msg.get("content"))}
+
+
+def message_scrubbed(msg: dict[str, Any], erasure: Erasure) -> dict[str, Any] | None:
+    """The message (a :meth:`Msg.to_dict` form) as an erasure leaves it, ``None`` when it
+    holds nothing erased."""
+    new = _message(msg, erasure)
+    return None if new is msg or new == msg else new
 
 
 def _blank(value: Any) -> Any:

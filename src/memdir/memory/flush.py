@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memdir.errors import ConfigError
 from memdir.forget import resume_erasures, without_erased
+from memdir.forget._guard import guard_messages
 from memdir.memory._answer import describe_error, parse_flush_answer, valid_unicode
 from memdir.memory._checks import (
     check_callable,
@@ -103,8 +104,9 @@ class FlushResult:
             several blocks (long input), the span covers all of them.
         skipped: why nothing (more) was written: ``"no_new_messages"``,
             ``"nothing_to_extract"``, ``"no_reply"``, ``"all_known"``, ``"model_error"``,
-            ``"timeout"``, ``"blank_answer"``, ``"unusable_answer"``, ``"oversized_answer"``;
-            ``None`` when everything went to the ledger.
+            ``"timeout"``, ``"blank_answer"``, ``"unusable_answer"``, ``"oversized_answer"``,
+            ``"erased"`` (a message was erased while the model read it: the messages stay
+            queued); ``None`` when everything went to the ledger.
         messages_flushed: messages the cursor moved past.
         duplicates_dropped: bullets dropped because they were already known or repeated.
         redacted: bullets in which a secret was masked.
@@ -261,7 +263,8 @@ class MemoryFlushManager:
         async with self.workspace.async_lock(_lock_name(session_id), timeout=self.lock_timeout):
             cursor = FlushCursor.load(self.workspace, session_id)
             self._recover(cursor)
-            new = cursor.select_new(messages)
+            # A message erased since the caller read it is read as the forget left it.
+            new = guard_messages(self.workspace, cursor.select_new(messages))
             if not new:
                 return acc.result("no_new_messages")
             last_skip: str | None = None
@@ -401,6 +404,11 @@ class MemoryFlushManager:
         # same fact at the same moment write it once.
         with ws.lock("flush-append"):
             resume_erasures(ws)
+            if guard_messages(ws, chunk) is not chunk:
+                # Erased while the model read it: its answer may restate the fact in other
+                # words. Nothing is written; the chunk is read again, as the forget left it.
+                log.warning("memory flush: a message was erased during the flush; nothing written")
+                return "erased"
             allowed = without_erased(ws, bullets)  # a fact erased since it was read stays so
             acc.dropped += len(bullets) - len(allowed)
             bullets = allowed

@@ -246,20 +246,32 @@ async def bound_namespace(request: Request, ns: str) -> Bound:
     state = server_state(request)
     ws = state.pool.opened(ns)
     if ws is None:
-        ws = await anyio.to_thread.run_sync(_open_namespace, state, principal, ns, request.method)
+        ws = await anyio.to_thread.run_sync(_open_namespace, state, principal, ns, request)
     return Bound(principal, ns, ws)
 
 
-def _open_namespace(state: ServerState, principal: Principal, ns: str, method: str) -> Workspace:
-    """Namespace ``ns`` from the store (a write creates it, within the tenant's quota)."""
+def _open_namespace(
+    state: ServerState, principal: Principal, ns: str, request: Request
+) -> Workspace:
+    """Namespace ``ns`` from the store. A write to a missing one is checked against the
+    tenant's quota here and creates it in its gate (:func:`write_gate`), once its idempotency
+    key is claimed: a retry refused there (an erased or reused key) creates nothing."""
     ws = state.pool.get(ns, create=False)
-    if ws is None and method not in {*SAFE_METHODS, "DELETE"}:  # a write creates it
+    if ws is None and request.method not in {*SAFE_METHODS, "DELETE"}:
         state.usage.check_new_namespace(principal.tenant)
-        ws = state.pool.get(ns, create=True)
-        state.usage.add(principal.tenant, namespaces=1)
+        request.state.new_namespace = True
+        return state.pool.unopened(ns)
     if ws is None:
         raise NamespaceNotFound(ns)
     return ws
+
+
+def _create_namespace(state: ServerState, principal: Principal, ns: str) -> None:
+    if state.pool.get(ns, create=False) is not None:  # made meanwhile by another request
+        return
+    state.usage.check_new_namespace(principal.tenant)
+    state.pool.get(ns, create=True)
+    state.usage.add(principal.tenant, namespaces=1)
 
 
 BoundNamespace = Annotated[Bound, Depends(bound_namespace)]
@@ -303,6 +315,10 @@ def write_gate(policy: Policy, *, namespaced: bool) -> Callable[..., Coroutine[A
             streamed=policy.streamed,
             namespace=into,
         )
+        if namespaced and getattr(request.state, "new_namespace", False):
+            bound = params["bound"]
+            state = server_state(request)
+            await anyio.to_thread.run_sync(_create_namespace, state, principal, bound.ns)
 
     named = inspect.Parameter.KEYWORD_ONLY
     parameters = [

@@ -49,6 +49,17 @@ class NamespacePool:
                 self._open.move_to_end(ns)
             return ws
 
+    def unopened(self, ns: str) -> Workspace:
+        """The workspace of ``ns``, which does not exist yet: :meth:`get` with ``create``
+        makes it (the same object)."""
+        with self._lock:
+            ws = self._open.get(ns)
+            if ws is None:
+                ws = self._open[ns] = self.root.namespaced(ns, create=False)
+                while len(self._open) > self._size:
+                    self._open.popitem(last=False)
+            return ws
+
     def get(self, ns: str, *, create: bool) -> Workspace | None:
         """The workspace of namespace ``ns`` (a valid name), created if ``create``; ``None``
         when it does not exist and may not be created.

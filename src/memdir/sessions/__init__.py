@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memdir.errors import SessionLogError, WorkspaceError
+from memdir.forget._guard import guard_messages
 from memdir.messages import Msg
 from memdir.sessions._record import (
     RECORD_VERSION,
@@ -185,6 +186,8 @@ class SessionLog:
         if not batch:
             return None
         with self._locked():
+            # A message erased since the caller read it is written as the forget left it.
+            batch = guard_messages(self.workspace, batch)
             scan = self._refresh()
             # A complete record that only lacks its newline counts as logged (the reader
             # accepts it, and the next write ends its line).
