@@ -103,6 +103,24 @@ def test_what_is_not_an_update_is_left_alone(ws: Workspace, old: str, new: str) 
     assert all(h.superseded_by is None and h.supersedes == () for h in hits)
 
 
+def test_a_question_about_the_latest_value_takes_the_later_line_without_a_change_word(
+    ws: Workspace,
+) -> None:
+    # No "now", no "reduced": only its place says the later line is the current figure.
+    early = "- 09:00 user: I logged 12 hours of overtime in February, tracking it weekly"
+    later = "- 18:00 user: Overtime check: I managed 4 hours of overtime in March"
+    _write(ws, ("2026-02-28", [early]), ("2026-03-31", [later]))
+    plain = _search(ws, "How many hours of overtime have I tracked?")
+    assert "12 hours" in plain[0].content and plain[0].superseded_by is None  # no claim made
+    hits = _search(ws, "How many hours of overtime have I tracked most recently?")
+    assert "4 hours" in hits[0].content
+    assert hits[1].superseded_by == "memory/2026-03-31.md#L1-L1"
+    # A line's own time stamp is when it was said, not a value that changed.
+    stamps = ["- 09:00 user: overtime tracked for the sprint", "- 18:00 user: overtime tracked"]
+    _write(ws, ("2026-02-28", stamps[:1]), ("2026-03-31", stamps[1:]))
+    assert all(h.supersedes == () for h in _search(ws, "overtime tracked most recently"))
+
+
 def test_a_question_about_the_past_keeps_the_order_but_marks_the_lines(ws: Workspace) -> None:
     _write(ws, ("2026-11-20", [OLD, OTHER]), ("2026-11-24", [NEW]))
     hits = _search(ws, "nightly backfill job batch rows before")

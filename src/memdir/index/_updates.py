@@ -10,7 +10,10 @@ the best ``RankConfig.updates_top`` hits of a search, a line *updates* an earlie
 - both have the same speaker (``- 10:00 Alice: …``), or neither has one;
 - it states a change: a number follows a change word (``now``, ``new``, ``increased``,
   ``rescheduled``, ``extended``, 改为, 现在…) within ``updates_cue_reach`` words, and a
-  word of the query stands within ``updates_reach`` words of that number;
+  word of the query stands within ``updates_reach`` words of that number; when the query
+  asks for the value as it stands now (``recently``, ``latest``, ``currently``, ``so far``,
+  目前…), any number near words of the query does, change word or not (the line's own
+  time stamp, ``- 10:00 …``, aside);
 - the earlier line holds a number of the same kind (money, percent, time of day, day of a
   month, version, or a count of the same thing) near words of the query, which the later one
   lacks, and does not state the later one's new number of the same words;
@@ -66,6 +69,7 @@ _TOKEN = re.compile(
     rf"\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+(?:[.:]\d+)*|[{CJK_CHARS}]|[^\W\d_{CJK_CHARS}]+"
 )
 _SPEAKER = re.compile(r"^\s*(?:[-*+]\s+)?(?:\d{1,2}:\d{2}\s+)?([^\W\d][^:：\n]{0,39}?)(?::\s|：)")
+_STAMP = re.compile(r"^\s*(?:[-*+]\s+)?\d{1,2}:\d{2}\s")  # when the line was said
 _MONTHS = _words(
     """jan feb mar apr may jun jul aug sep sept oct nov dec january february march april june
     july august september october november december"""
@@ -77,6 +81,14 @@ _MAX_CHARS = 8 * _MAX_WORDS  # a longer line has more words than that, or is not
 _HISTORY = re.compile(
     r"\b(?:between|before|originally|initially|previously|formerly|earlier|used to|at first)\b"
     "|以前|之前|原来|最初|起初|当初",
+    re.IGNORECASE,
+)
+
+# A question about the value as it stands now: the latest line that says it answers it,
+# change word or not ("how many hours have I tracked most recently?").
+_LATEST = re.compile(
+    r"\b(?:recent|recently|latest|current|currently|nowadays|these days|so far|"
+    r"at the moment|as of today|up to date)\b|目前",
     re.IGNORECASE,
 )
 
@@ -192,21 +204,27 @@ def _changed(at: int, cues: Sequence[int], words: Sequence[str], cue_reach: int)
 
 
 def _updater(
-    hit: SearchHit, keys: frozenset[str], seen: dict[str, str | None], config: RankConfig
+    hit: SearchHit,
+    keys: frozenset[str],
+    seen: dict[str, str | None],
+    config: RankConfig,
+    *,
+    latest: bool,
 ) -> _Line | None:
     """What the test needs of a hit that states a change (:func:`_read`), or ``None``: no
-    number of it follows a change word near words of the query. Most lines stop at the
-    change words."""
+    number of it follows a change word near words of the query (``latest``: the query asks
+    for the value as it stands now, and any number near its words states it). Most lines
+    stop at the change words."""
     text = hit.content
     matches = list(_TOKEN.finditer(text))
     words = [found.group() for found in matches]
     cues = _cues(text, matches, words)
     reach = config.updates_cue_reach
-    if not any(
+    if not latest and not any(
         word[0].isdigit() and _changed(at, cues, words, reach) for at, word in enumerate(words)
     ):
         return None
-    line = _read(hit, keys, seen, config, (matches, words, cues))
+    line = _read(hit, keys, seen, config, (matches, words, cues), latest=latest)
     return line if line.new else None
 
 
@@ -216,6 +234,8 @@ def _read(
     seen: dict[str, str | None],
     config: RankConfig,
     tokens: tuple[list[re.Match[str]], list[str], list[int]] | None = None,
+    *,
+    latest: bool = False,
 ) -> _Line:
     """What the test needs of a hit (``keys``: the query's word keys; ``seen``: the key of
     each word met so far, ``None`` when it is not one of them: a word is stemmed once;
@@ -229,6 +249,8 @@ def _read(
     else:
         matches, words, cues = tokens
     reach = config.updates_reach
+    # A line's own time stamp (``- 10:00 Alice: …``) is when it was said, not a value.
+    said = stamp.end() if latest and (stamp := _STAMP.match(text)) else 0
     values: dict[int, Value] = {}
     units: dict[Value, frozenset[str]] = {}
     for i, found in enumerate(matches):
@@ -261,7 +283,9 @@ def _read(
         if not around:
             continue
         near[value] = near.get(value, frozenset()) | around
-        if _changed(at, cues, words, config.updates_cue_reach):
+        if (latest and matches[at].start() >= said) or _changed(
+            at, cues, words, config.updates_cue_reach
+        ):
             new[value] = new.get(value, frozenset()) | around
     return _Line(
         place=_place(hit),
@@ -334,12 +358,13 @@ def with_updates(
     # first, then the lines they may update (same speaker, written before).
     seen: dict[str, str | None] = {}
     lines: dict[int, _Line] = {}
+    latest = _LATEST.search(query) is not None and not _HISTORY.search(query)
     for i, hit in enumerate(top):
         if (
             len(hit.content) <= _MAX_CHARS
             and _DIGIT.search(hit.content)
-            and _says_change(hit.content)
-            and (line := _updater(hit, keys, seen, config)) is not None
+            and (latest or _says_change(hit.content))
+            and (line := _updater(hit, keys, seen, config, latest=latest)) is not None
         ):
             lines[i] = line
     updaters = [line.place for line in lines.values()]
