@@ -121,6 +121,56 @@ def test_a_question_about_the_latest_value_takes_the_later_line_without_a_change
     assert all(h.supersedes == () for h in _search(ws, "overtime tracked most recently"))
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        (
+            "- 09:00 user: The billing database runs on Postgres 16 in eu-west",
+            "- 15:00 user: Heads-up for the on-call notes: over the weekend we moved the "
+            "billing database from Postgres to MySQL, and the cutover went fine",
+            "which database does billing run on",
+        ),
+        (
+            "- 09:00 user: Our CI pipeline runs on a Jenkins server in the office",
+            "- 15:00 user: I finally replaced the old Jenkins server with GitHub Actions for "
+            "the CI pipeline, one less machine to patch",
+            "what runs our CI pipeline",
+        ),
+        (
+            "- 09:00 用户：CI 流水线用的是 Jenkins",
+            "- 15:00 用户：CI 流水线从 Jenkins 换成了 GitLab",
+            "CI 流水线用的是什么",
+        ),
+    ],
+)
+def test_a_later_line_that_names_the_replacement_wins(
+    ws: Workspace, old: str, new: str, query: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write(ws, ("2026-11-20", [old]), ("2026-11-24", [new]))
+    hits = _search(ws, query)
+    assert hits[0].path == "memory/2026-11-24.md"
+    assert hits[1].superseded_by == "memory/2026-11-24.md#L1-L1"
+    assert hits[0].supersedes == ("memory/2026-11-20.md#L1-L1",)
+    _updates_off(monkeypatch)
+    assert _search(ws, query)[0].path == "memory/2026-11-20.md"  # the plain old line wins
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        # the line it would update does not say the old name
+        "- 15:00 user: We moved the analytics warehouse from Redshift to BigQuery",
+        # it says the new name too: no replacement of it
+        "- 15:00 user: We moved the billing reports from Postgres to MySQL, on Postgres 16",
+    ],
+)
+def test_a_rename_of_something_else_is_left_alone(ws: Workspace, new: str) -> None:
+    old = "- 09:00 user: The billing database runs on Postgres 16, with reports on MySQL"
+    _write(ws, ("2026-11-20", [old]), ("2026-11-24", [new]))
+    hits = _search(ws, "billing database reports warehouse")
+    assert all(h.superseded_by is None and h.supersedes == () for h in hits)
+
+
 def test_a_question_about_the_past_keeps_the_order_but_marks_the_lines(ws: Workspace) -> None:
     _write(ws, ("2026-11-20", [OLD, OTHER]), ("2026-11-24", [NEW]))
     hits = _search(ws, "nightly backfill job batch rows before")

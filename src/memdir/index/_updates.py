@@ -20,6 +20,11 @@ the best ``RankConfig.updates_top`` hits of a search, a line *updates* an earlie
 - the query words near the two numbers overlap: at least two in common (one when the query
   has a single word).
 
+A name has no kind to compare: a later line updates a name only when it says what replaced
+what ("moved the billing database from Postgres to MySQL", "replaced Jenkins with GitHub
+Actions", "从 Jenkins 换成了 GitLab": :mod:`memdir.index._renames`) and the earlier line says
+the old name, not the new one, with at least as many query words in common as above.
+
 The later line is then moved up to just above the earlier one (it takes its score), unless
 the query asks about the past or a change (``between``, ``before``, ``originally``,
 ``previously``, 以前, 原来…: both lines answer it, in the order found), and the two hits
@@ -40,6 +45,7 @@ from memdir.index._forms import word_key
 from memdir.index._paths import ledger_day
 from memdir.index._query import Term
 from memdir.index._rank import RankConfig
+from memdir.index._renames import renames
 from memdir.index._stopwords import EN_STOPWORDS, ZH_STOPWORDS
 from memdir.index._text import CJK_CHARS, fold
 from memdir.index._types import SearchHit
@@ -354,43 +360,22 @@ def with_updates(
     )
     if len(top) < 2 or not keys:
         return list(hits)
-    # Only a short line with a change word and a number can state an update: those are read
-    # first, then the lines they may update (same speaker, written before).
-    seen: dict[str, str | None] = {}
-    lines: dict[int, _Line] = {}
-    latest = _LATEST.search(query) is not None and not _HISTORY.search(query)
-    for i, hit in enumerate(top):
-        if (
-            len(hit.content) <= _MAX_CHARS
-            and _DIGIT.search(hit.content)
-            and (latest or _says_change(hit.content))
-            and (line := _updater(hit, keys, seen, config, latest=latest)) is not None
-        ):
-            lines[i] = line
-    updaters = [line.place for line in lines.values()]
-    if not updaters:
-        return list(hits)
-    for i, hit in enumerate(top):
-        if i not in lines and any(_may_update(new, _place(hit)) for new in updaters):
-            lines[i] = _read(hit, keys, seen, config)
     wanted = 1 if len(keys) == 1 else 2
-    pairs = [
-        (n, o)
-        for o, old in lines.items()
-        for n, new in lines.items()
-        if n != o and _updates(new, old, wanted)
-    ]
+    seen: dict[str, str | None] = {}
+    pairs = _number_pairs(top, query, keys, seen, config, wanted)
+    pairs += [p for p in _name_pairs(top, keys, seen, wanted) if p not in pairs]
     if not pairs:
         return list(hits)
+    places = {i: _place(top[i]) for pair in pairs for i in pair}
     newer: dict[int, int] = {}  # an old hit -> the newest hit that updates it
     for n, o in pairs:
-        if o not in newer or _later(lines[n].place, lines[newer[o]].place):
+        if o not in newer or _later(places[n], places[newer[o]]):
             newer[o] = n
     order = list(range(len(top)))
     if not _HISTORY.search(query):
         # Each update moves above the earliest line it updates, the newest first, so that a
         # chain (A, then B, then C) ends newest first.
-        for n in sorted({n for n, _ in pairs}, key=lambda n: _when(lines[n].place), reverse=True):
+        for n in sorted({n for n, _ in pairs}, key=lambda n: _when(places[n]), reverse=True):
             first = min(order.index(o) for m, o in pairs if m == n)
             if order.index(n) > first:
                 order.remove(n)
@@ -412,6 +397,87 @@ def with_updates(
         for i, score in zip(order, scores, strict=True)
     ]
     return moved + list(hits[len(top) :])
+
+
+def _number_pairs(
+    top: list[SearchHit],
+    query: str,
+    keys: frozenset[str],
+    seen: dict[str, str | None],
+    config: RankConfig,
+    wanted: int,
+) -> list[tuple[int, int]]:
+    """``(new, old)`` hits among ``top`` where the new one changes a number the old one says."""
+    # Only a short line with a change word and a number can state an update: those are read
+    # first, then the lines they may update (same speaker, written before).
+    lines: dict[int, _Line] = {}
+    latest = _LATEST.search(query) is not None and not _HISTORY.search(query)
+    for i, hit in enumerate(top):
+        if (
+            len(hit.content) <= _MAX_CHARS
+            and _DIGIT.search(hit.content)
+            and (latest or _says_change(hit.content))
+            and (line := _updater(hit, keys, seen, config, latest=latest)) is not None
+        ):
+            lines[i] = line
+    updaters = [line.place for line in lines.values()]
+    if not updaters:
+        return []
+    for i, hit in enumerate(top):
+        if i not in lines and any(_may_update(new, _place(hit)) for new in updaters):
+            lines[i] = _read(hit, keys, seen, config)
+    return [
+        (n, o)
+        for o, old in lines.items()
+        for n, new in lines.items()
+        if n != o and _updates(new, old, wanted)
+    ]
+
+
+def _name_pairs(
+    top: list[SearchHit], keys: frozenset[str], seen: dict[str, str | None], wanted: int
+) -> list[tuple[int, int]]:
+    """``(new, old)`` hits among ``top`` where the new one says what replaced a name the old
+    one says (:mod:`memdir.index._renames`), near the same query words."""
+    named = {
+        i: found
+        for i, hit in enumerate(top)
+        if len(hit.content) <= _MAX_CHARS and (found := renames(hit.content))
+    }
+    if not named:
+        return []
+    words: dict[int, frozenset[str]] = {}
+
+    def words_of(i: int) -> frozenset[str]:
+        if i not in words:
+            words[i] = frozenset(m.group().lower() for m in _TOKEN.finditer(top[i].content))
+        return words[i]
+
+    def key_of(word: str) -> str | None:
+        """The query word ``word`` is (its key), ``None`` when it is none."""
+        if word not in seen:
+            stemmed = word_key(fold(word))
+            seen[word] = stemmed if stemmed in keys else None
+        return seen[word]
+
+    def query_keys(i: int) -> frozenset[str]:
+        return frozenset(key for word in words_of(i) if (key := key_of(word)) is not None)
+
+    pairs: list[tuple[int, int]] = []
+    for n, found in named.items():
+        new_place = _place(top[n])
+        for o in range(len(top)):
+            if o == n or not _may_update(new_place, _place(top[o])):
+                continue
+            theirs = words_of(o)
+            if not any(
+                new.isdisjoint(theirs) and any(w in theirs and key_of(w) is None for w in old)
+                for old, new in found
+            ):
+                continue
+            if len(query_keys(n) & query_keys(o)) >= wanted:
+                pairs.append((n, o))
+    return pairs
 
 
 def _when(place: _Place) -> tuple[int, str, int]:
