@@ -97,6 +97,8 @@ def test_a_chinese_search_marks_the_words_and_its_citation_opens_the_ledger_line
     marked = "".join(m.text for m in hit.find_elements("css selector", "mark"))
     assert "小橘" in marked and "用户" in marked
     assert "每天早上七点" not in marked, "only the words of the query are marked"
+    shown = hit.find_element("css selector", ".hit-text").text
+    assert CHINESE_FACT in shown and not shown.startswith("-"), "the fact, not its list mark"
     link = hit.find_element("css selector", "a.cite")
     citation = link.text
     page.go(link)

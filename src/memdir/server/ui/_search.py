@@ -40,6 +40,7 @@ MODES: Final = ("hybrid", "lexical")
 SOURCES: Final = {"memory": ("memory",), "sessions": ("sessions",), "both": ("memory", "sessions")}
 _LEXICAL: Final[OpenCache[MemoryIndex]] = index_cache()
 _LINE: Final = re.compile(r"L[0-9]+(?:-L[0-9]+)?")
+_LIST_MARK: Final = re.compile(r"^\s*[-*+]\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +95,9 @@ def source_url(ns: str, source: str) -> str:
 
 def _shown(ns: str, hit: SearchHit, text: str) -> MemoryHit:
     sources = [(source, source_url(ns, source)) for source in hit.sources]
-    return MemoryHit(hit, _citation(hit), pieces(hit.content, text), sources)
+    # A bullet is shown as the fact it holds: its list marker is the file's, not the fact's.
+    fact = _LIST_MARK.sub("", hit.content, count=1)
+    return MemoryHit(hit, _citation(hit), pieces(fact, text), sources)
 
 
 def _citation(hit: SearchHit) -> str:
