@@ -19,7 +19,7 @@ from typing import Any
 
 from memdir.store.workspace import MEMORY_DIR, Workspace
 
-__all__ = ["Lease", "LeaseInfo", "pid_alive"]
+__all__ = ["Lease", "LeaseInfo", "lease_holder", "pid_alive"]
 
 
 def pid_alive(pid: int) -> bool:
@@ -172,3 +172,9 @@ class Lease:
 
 
 _CAS_ATTEMPTS = 20
+
+
+def lease_holder(workspace: Workspace, name: str) -> LeaseInfo | None:
+    """The live holder of the lease of job ``name`` (``None``: free or stale), for a reader
+    that does not take it (its expiry is the holder's own)."""
+    return Lease(workspace, name, ttl=timedelta(0)).holder()

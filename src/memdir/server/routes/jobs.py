@@ -5,7 +5,6 @@ tenant, bounded by the job timeout) with the server's model (``memdir serve --mo
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any, Final
 
 import anyio.to_thread
@@ -25,7 +24,7 @@ from memdir.memory import (
     read_schedule,
     request_consolidation,
 )
-from memdir.memory._lease import Lease
+from memdir.memory._lease import lease_holder
 from memdir.messages import Msg, stable_ids, to_anthropic, to_openai
 from memdir.models import ChatModel
 from memdir.server.auth import Scope
@@ -66,7 +65,6 @@ JOB_PROBLEMS: Final[dict[int | str, dict[str, Any]]] = {
     503: {"model": Problem, "description": "The job ran past the job timeout, or the store is "
           "unavailable."},
 }  # fmt: skip
-_LEASE_TTL: Final = timedelta(hours=1)  # only read here: the holders set their own
 
 router = MemdirRouter(prefix="/v1/namespaces/{ns}")
 
@@ -235,7 +233,7 @@ def maintenance_status(bound: BoundNamespace) -> MaintenanceStatus:
     schedule = read_schedule(bound.ws)
     leases = {}
     for name in ("maintenance", "consolidation"):
-        holder = Lease(bound.ws, name, ttl=_LEASE_TTL).holder()
+        holder = lease_holder(bound.ws, name)
         leases[name] = LeaseOut(expires_at=holder.expires_at) if holder is not None else None
     return MaintenanceStatus(
         last_tick_at=schedule.last_tick_at,

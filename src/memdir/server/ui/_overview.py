@@ -4,7 +4,7 @@ consolidated and maintained, what runs now, and the last consolidation that fail
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from fastapi import APIRouter
@@ -14,7 +14,7 @@ from starlette.responses import Response
 from memdir.memory import read_schedule
 from memdir.memory._cursor import CURSOR_DIR
 from memdir.memory._history import read_log
-from memdir.memory._lease import Lease
+from memdir.memory._lease import lease_holder
 from memdir.server.state import server_state
 from memdir.server.ui._links import ns_url
 from memdir.server.ui._pages import CurrentViewer
@@ -32,7 +32,6 @@ __all__ = ["NamespaceStatus", "namespace_status", "router"]
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
-_LEASE_TTL: Final = timedelta(minutes=10)
 _FAILED: Final = frozenset({"failed", "refused"})
 _MAX_LISTED: Final = 500
 
@@ -97,9 +96,7 @@ def namespace_status(ws: Workspace, name: str) -> NamespaceStatus:
     _, _, last_flush = _files_size(ws, CURSOR_DIR)
     schedule = read_schedule(ws)
     running = tuple(
-        job
-        for job in ("maintenance", "consolidation")
-        if Lease(ws, job, ttl=_LEASE_TTL).holder() is not None
+        job for job in ("maintenance", "consolidation") if lease_holder(ws, job) is not None
     )
     runs = read_log(ws, limit=50)
     last_consolidation = _latest(
