@@ -75,7 +75,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         settings=settings,
         root=root,
         authenticator=KeyAuthenticator(open_key_store(root)),
-        pool=NamespacePool(root),
+        pool=NamespacePool(root, recheck=settings.key_poll_seconds),
         jobs=jobs,
         model=model,
         idempotency=open_idempotency_store(root),

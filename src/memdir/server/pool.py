@@ -1,14 +1,16 @@
 """The namespaces a server process has opened: one :class:`Workspace` each, reused.
 
 Opening a namespace is cheap (no file is read), but knowing that it exists costs a look at
-the store, so existence is remembered until :meth:`NamespacePool.forget` (a namespace
-deleted through the server). A write creates its namespace the way ``memdir init`` does; a
-read of a missing one finds none.
+the store, so existence is remembered for ``recheck`` seconds, or until
+:meth:`NamespacePool.forget` (a namespace deleted through this process): a namespace deleted
+through another replica is found missing at most that long after. A write creates its
+namespace the way ``memdir init`` does; a read of a missing one finds none.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from typing import Final
 
@@ -28,21 +30,26 @@ class NamespacePool:
     Args:
         root: the workspace root.
         size: how many opened namespaces to keep.
+        recheck: seconds a namespace found is known to exist without a look at the store.
     """
 
-    def __init__(self, root: Workspace, *, size: int = _SIZE) -> None:
+    def __init__(self, root: Workspace, *, size: int = _SIZE, recheck: float = 1.0) -> None:
         self.root = root
         self._size = size
+        self._recheck = recheck
         self._open: OrderedDict[str, Workspace] = OrderedDict()
-        self._exists: set[str] = set()
+        self._exists: dict[str, float] = {}  # when it was last found (time.monotonic)
         self._lock = threading.Lock()
 
+    def _known(self, ns: str) -> bool:
+        found = self._exists.get(ns)
+        return found is not None and time.monotonic() - found <= self._recheck
+
     def opened(self, ns: str) -> Workspace | None:
-        """The workspace of ``ns`` if this pool has opened it and knows it exists, else
-        ``None``. The store is not asked: a namespace deleted through another process is
-        still known here, and a write there makes it again (as a write to a new name does)."""
+        """The workspace of ``ns`` if this pool has opened it and found it within the last
+        ``recheck`` seconds, else ``None``. The store is not asked."""
         with self._lock:
-            if ns not in self._exists:
+            if not self._known(ns):
                 return None
             ws = self._open.get(ns)
             if ws is not None:
@@ -71,7 +78,7 @@ class NamespacePool:
             ws = self._open.get(ns)
             if ws is not None:
                 self._open.move_to_end(ns)
-            known = ns in self._exists
+            known = self._known(ns)
         if ws is None:
             ws = self.root.namespaced(ns, create=False)
             with self._lock:
@@ -86,11 +93,11 @@ class NamespacePool:
         elif not ws.exists():
             return None
         with self._lock:
-            self._exists.add(ns)
+            self._exists[ns] = time.monotonic()
         return ws
 
     def forget(self, ns: str) -> None:
         """Drop what is remembered of ``ns`` (it was deleted)."""
         with self._lock:
             self._open.pop(ns, None)
-            self._exists.discard(ns)
+            self._exists.pop(ns, None)

@@ -44,7 +44,9 @@ class ServerSettings:
         workers: worker processes sharing the socket.
         graceful_timeout: seconds in-flight requests get to finish on SIGTERM.
         body_limit: the largest request body, in bytes, of a route that sets none.
-        key_poll_seconds: how often a process looks for added or revoked keys.
+        key_poll_seconds: how often a process looks for added or revoked keys, and how long
+            it trusts that a namespace it found still exists (one deleted through another
+            replica is found missing at most that long after).
         log_namespaces: write namespace names in the access log (default: a hash of them).
         ssl_certfile: a PEM certificate chain: serve HTTPS (else plain HTTP, behind a proxy).
         ssl_keyfile: the PEM private key of ``ssl_certfile``.
