@@ -248,3 +248,14 @@ def test_a_cited_line_takes_its_copies_not_every_line_that_contains_it(ws: Works
     assert "- Never deploy on Fridays before a holiday" in ws.read_text(rel)
     assert "- Deploy on Fridays" not in ws.read_text(rel)
     assert "fridays" not in ws.read_text("MEMORY.md")
+
+
+def test_the_erasures_secret_is_not_a_memory_file_the_tools_read(ws: Workspace) -> None:
+    memory_add(f"The vault word is {LATIN}.", workspace=ws)
+    _forget(ws, LATIN)
+    secret = ws.read_text("memory/.forget/secret").strip()
+    for rel in ("memory/.forget/secret", "memory/.forget/erased.jsonl", "memory/./.forget/secret"):
+        answer = memory_get(rel, workspace=ws)
+        assert answer.startswith("Error:") and "memdir's own state" in answer
+        assert secret not in answer
+    assert "vault" not in memory_get(ws.ledger_rel(), workspace=ws).lower()  # a ledger reads

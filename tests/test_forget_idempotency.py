@@ -7,8 +7,10 @@ records are kept."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
+import tarfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -196,3 +198,61 @@ def test_a_record_kept_before_namespaces_were_recorded_is_read_for_the_fact(
         assert _erased(_add(acme, ns, fact, key))
         assert _erased(_add(acme, doomed, "The doomed note is Tapir2290.", doomed_key))
         assert _replayed(_add(acme, elsewhere, kept_fact, kept_key), kept)
+
+
+def test_the_erasures_stay_with_the_server_and_a_client_cannot_write_them_back(
+    served: Served,
+) -> None:
+    from _server import remote_workspace
+    from memdir import HarnessAgent
+    from memdir.messages import Msg
+    from memdir.sessions import SessionLog
+    from memdir.testing import FunctionModel
+
+    canary = "Narwhalvault5521"
+    said = f"Remember that the vault word is {canary}."
+    remote = remote_workspace(served)
+    ns = str(remote.namespace)
+    held = [Msg.user(said), Msg.user(KEPT)]
+    SessionLog(remote, "s1").append(held)  # a remote agent offloaded it
+    local = served.local(ns)
+    apply_forget(local, plan_forget(local, Target(text=canary.lower())))
+    # The secret and the records are not served: not read, listed, written or exported.
+    with served.client("acme_write") as acme:
+        base = f"/v1/namespaces/{ns}/store"
+        for rel in ("memory/.forget/secret", "memory/.forget/erased.jsonl"):
+            assert acme.get(f"{base}/files/{rel}").status_code == 403
+            assert acme.put(f"{base}/files/{rel}", content=b"").status_code == 403
+        listed = acme.get(f"{base}/dirs/memory").json()
+        assert ".forget" not in json.dumps(listed)
+    with served.client("acme_admin") as admin:
+        exported = admin.get(f"/v1/namespaces/{ns}/export")
+    assert exported.status_code == 200, exported.text
+    with tarfile.open(fileobj=io.BytesIO(exported.content), mode="r:gz") as tar:
+        names = tar.getnames()
+    assert "MEMORY.md" in names and not [n for n in names if ".forget" in n]
+    # An archive does not set them either (nor clear the records).
+    records = local.read_bytes("memory/.forget/erased.jsonl")
+    with served.client("acme_admin") as admin:
+        blank = io.BytesIO()
+        with tarfile.open(fileobj=blank, mode="w:gz") as tar:
+            for name in ("memory/.forget/erased.jsonl", "memory/.forget/secret"):
+                member = tarfile.TarInfo(name)
+                member.size = 1
+                tar.addfile(member, io.BytesIO(b"x"))
+        imported = admin.post(f"/v1/namespaces/{ns}/import?replace=true", content=blank.getvalue())
+    assert imported.status_code == 200, imported.text
+    assert local.read_bytes("memory/.forget/erased.jsonl") == records
+    # A client that still holds the message writes it as the forget left it.
+    SessionLog(remote, "s2").append(held)  # another session, the same messages
+    agent = HarnessAgent(
+        model=FunctionModel(lambda call: "noted"),
+        workspace=remote,
+        session_id="s3",
+        memory_flush=False,
+        maintenance=None,
+    )
+    agent.call_sync(said)  # the user says it again: the state it saves holds no text of it
+    agent.close_sync()
+    assert scan_store(local, [canary]) == {}
+    assert KEPT in local.read_text("sessions/s2.log.jsonl")

@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from typing import Final
 
 from memdir.forget._keys import Keyer, erasure_mark, erasure_records, listed
-from memdir.forget._scrub import Erasure, message_scrubbed
+from memdir.forget._scrub import ERASED_TEXT, Erasure, message_scrubbed, scrub_file
 from memdir.messages import Msg
 from memdir.store.workspace import Workspace
 
-__all__ = ["current_erasure", "guard_messages"]
+__all__ = ["current_erasure", "guard_bytes", "guard_messages"]
 
 _KEPT: Final = 64
 _cache: dict[tuple[str, str], Erasure] = {}
@@ -73,3 +73,16 @@ def guard_messages(ws: Workspace, msgs: Sequence[Msg]) -> list[Msg]:
     if out is not None:
         return out
     return msgs if isinstance(msgs, list) else list(msgs)
+
+
+def guard_bytes(ws: Workspace, rel: str, data: bytes) -> bytes:
+    """``data``, about to be written to (or appended to) file ``rel``, as the erasures of
+    ``ws`` leave it: what a ``memdir serve`` server writes for a remote client, whose process
+    may hold what was erased (:func:`~memdir.forget._scrub.scrub_file`: an erased message
+    blanked, an erased line dropped; an evicted tool result that holds one becomes
+    ``[erased]``)."""
+    erasure = current_erasure(ws)
+    if erasure is None:
+        return data
+    scrubbed = scrub_file(rel, data, erasure)
+    return ERASED_TEXT.encode() if scrubbed is None else scrubbed

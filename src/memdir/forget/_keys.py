@@ -70,13 +70,20 @@ class Keyer:
 
 
 def erasure_mark(ws: Workspace) -> str:
-    """Changes whenever a fact is erased (a consolidation compares it before and after)."""
+    """Changes whenever a fact is erased (a consolidation compares it before and after);
+    ``""`` when nothing was, and for a workspace on a ``memdir serve`` server, which applies
+    its erasures to every write it takes (its ``memory/.forget/`` is not served)."""
+    if ws.remote is not None:
+        return ""
     st = ws.stat(ERASED_REL)
     return "" if st is None else f"{st.size}:{st.tag}"
 
 
 def erasure_records(ws: Workspace) -> Iterator[dict[str, Any]]:
-    """The records of ``memory/.forget/erased.jsonl`` (one per erasure), oldest first."""
+    """The records of ``memory/.forget/erased.jsonl`` (one per erasure), oldest first (none
+    for a workspace on a server: see :func:`erasure_mark`)."""
+    if not erasure_mark(ws):
+        return
     for line in ws.read_text(ERASED_REL).splitlines():
         try:
             record: Any = json.loads(line)
@@ -101,7 +108,7 @@ def without_erased(ws: Workspace, lines: Iterable[str]) -> list[str]:
     """``lines`` without those an erasure named (checked before a ledger append and before
     a consolidation writes ``MEMORY.md``)."""
     kept = list(lines)
-    if ws.stat(ERASED_REL) is None:
+    if not erasure_mark(ws):
         return kept
     denied = erased_keys(ws)
     keyer = Keyer(ws)

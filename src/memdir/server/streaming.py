@@ -17,6 +17,7 @@ from typing import Final
 
 import anyio.to_thread
 
+from memdir.forget._keys import FORGET_DIR
 from memdir.store.archive import write_archive
 from memdir.store.workspace import Workspace
 
@@ -70,7 +71,8 @@ class ArchiveStream:
 
     def _write(self) -> None:
         try:
-            write_archive(self._ws, self)
+            # The erasures' secret and records stay with the server (see store routes).
+            write_archive(self._ws, self, leave_out=(FORGET_DIR,))
             self._hand(bytes(self._buffer))
             self._hand(None)
         except _Stopped:

@@ -98,11 +98,18 @@ def is_archive_path(path: str | os.PathLike[str]) -> bool:
 # -- export ---------------------------------------------------------------------------------
 
 
-def write_archive(ws: Workspace, sink: Sink, *, all_namespaces: bool = False) -> TransferReport:
+def write_archive(
+    ws: Workspace,
+    sink: Sink,
+    *,
+    all_namespaces: bool = False,
+    leave_out: tuple[str, ...] = (),
+) -> TransferReport:
     """Write the files of ``ws`` (or, with ``all_namespaces``, of its root and every
     namespace, as ``ns/<name>/``) to ``sink`` as a gzip-compressed tar, streamed.
 
-    ``sink`` needs only ``write(bytes)``; it is not closed.
+    ``sink`` needs only ``write(bytes)``; it is not closed. ``leave_out``: directories whose
+    files the archive does not hold (``memory/.forget`` in an archive a server serves).
 
     Raises:
         WorkspaceError: a file cannot be read.
@@ -114,7 +121,7 @@ def write_archive(ws: Workspace, sink: Sink, *, all_namespaces: bool = False) ->
     with tarfile.open(fileobj=out, mode="w|gz", format=tarfile.PAX_FORMAT) as tar:
         for source, prefix in export_sources(ws, all_namespaces=all_namespaces):
             report.namespaces.append(source.namespace)
-            for rel in workspace_files(source):
+            for rel in workspace_files(source, leave_out=leave_out):
                 data = source.read_bytes(rel)
                 member = tarfile.TarInfo(prefix + rel)
                 member.size, member.mtime, member.mode = len(data), stamp, 0o644

@@ -52,9 +52,10 @@ class TransferReport:
 _SKIPPED = (INDEX_DIR, NAMESPACES_DIR, SERVER_DIR)
 
 
-def workspace_files(ws: Workspace) -> list[str]:
+def workspace_files(ws: Workspace, *, leave_out: tuple[str, ...] = ()) -> list[str]:
     """Every file of ``ws`` an export holds, sorted: not the derived index (``.index/``), not
-    other namespaces (``ns/``), not the server's keys (``.memdir-server/``)."""
+    other namespaces (``ns/``), not the server's keys (``.memdir-server/``), nor what is in
+    the directories ``leave_out``."""
     found: list[str] = []
     for entry in ws.listdir(""):
         if entry.name in _SKIPPED:
@@ -63,7 +64,7 @@ def workspace_files(ws: Workspace) -> list[str]:
             found.extend(rel for rel, _ in ws.walk(entry.name))
         else:
             found.append(entry.name)
-    return sorted(found)
+    return sorted(r for r in found if not any(r.startswith(d.rstrip("/") + "/") for d in leave_out))
 
 
 def export_sources(ws: Workspace, *, all_namespaces: bool = False) -> list[tuple[Workspace, str]]:

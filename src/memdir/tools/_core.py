@@ -129,9 +129,12 @@ def parse_citation(text: str) -> Citation:
 def memory_relpath(ws: Workspace, path: str) -> str:
     """Confine ``path`` to ``MEMORY.md`` and ``memory/**`` and return it workspace-relative."""
     rel = ws.relpath(path)
+    shown = rel if rel.isprintable() else repr(rel)  # control characters, escaped
+    if rel.startswith(MEMORY_DIR + "/") and any(p.startswith(".") for p in rel.split("/")[1:]):
+        # memory/.forget/ (the erasures' secret), .provenance/, .flush_state/...: memdir's own
+        raise ToolInputError(f"{shown} is memdir's own state, not a memory file")
     if rel == MEMORY_MD or rel.startswith(MEMORY_DIR + "/"):
         return rel
-    shown = rel if rel.isprintable() else repr(rel)  # control characters, escaped
     raise ToolInputError(
         f"{shown} is not a memory file: only MEMORY.md and files under memory/ can be read"
     )

@@ -22,6 +22,8 @@ from fastapi import Header, Query, Request, Response
 
 from memdir._net import REFUSED_HEADER
 from memdir.errors import WorkspaceError
+from memdir.forget._guard import guard_bytes
+from memdir.forget._keys import FORGET_DIR
 from memdir.server.auth import Scope
 from memdir.server.conditional import etag, precondition
 from memdir.server.pagination import Cursor, page_of
@@ -40,7 +42,14 @@ from memdir.server.schemas.store import (
 from memdir.store._base import LENT_LOCK_SECONDS, Entry
 from memdir.store._files import lock_name
 from memdir.store._safeopen import Area, PathMissing, PathRefused
-from memdir.store.workspace import INDEX_DIR, MEMORY_AREA, SERVER_DIR, WORKSPACE_AREA, area_of
+from memdir.store.workspace import (
+    INDEX_DIR,
+    MEMORY_AREA,
+    MEMORY_DIR,
+    SERVER_DIR,
+    WORKSPACE_AREA,
+    area_of,
+)
 
 __all__ = ["STORE_BODY_LIMIT", "router"]
 
@@ -92,7 +101,22 @@ def _confined(bound: Bound, path: str) -> str:
             f"{top}/ is the server's own: it is not read or written through the API",
             headers={REFUSED_HEADER: "area"},
         )
+    if rel == FORGET_DIR or rel.startswith(FORGET_DIR + "/"):
+        raise ProblemError(
+            403,
+            "path-refused",
+            f"{FORGET_DIR}/ holds the erasures' secret and records: it is not read or written "
+            "through the API",
+            headers={REFUSED_HEADER: "area"},
+        )
     return rel
+
+
+async def _guarded_body(bound: Bound, rel: str, request: Request) -> bytes:
+    """The request's body as the namespace's erasures leave it: a client may still hold
+    what was erased since it read it (a running agent), and must not write it back."""
+    data = await request.body()
+    return await _in_thread(lambda: guard_bytes(bound.ws, rel, data))
 
 
 def _refusal(exc: PathRefused) -> ProblemError:
@@ -196,7 +220,7 @@ async def write_file(
     """Replace (or create) the file whole, atomically: unconditionally, only if it does not
     exist (``If-None-Match: *``), or only if it is still at a version (``If-Match``)."""
     rel = _confined(bound, path)
-    data = await request.body()
+    data = await _guarded_body(bound, rel, request)
     where = area_of(rel)
     store = bound.ws.store
     if if_match is None and if_none_match is None:
@@ -233,7 +257,7 @@ async def append_file(
     """Append the body at the end of the file (creating it) in one atomic step; a newline
     goes first when the file does not end in one. Answers where the bytes went."""
     rel = _confined(bound, path)
-    data = await request.body()
+    data = await _guarded_body(bound, rel, request)
     where = area_of(rel)
     start, end = await _in_thread(lambda: bound.ws.store.append(rel, data, where, fsync=fsync))
     return Appended(start=start, end=end)
@@ -255,6 +279,8 @@ def _listing(bound: BoundNamespace, rel: str, cursor: str | None, limit: int) ->
         entries = bound.ws.store.listdir(rel, area_of(rel) if rel else WORKSPACE_AREA)
     if not rel:
         entries = [e for e in entries if e.name not in _HIDDEN]
+    elif rel == MEMORY_DIR:
+        entries = [e for e in entries if f"{MEMORY_DIR}/{e.name}" != FORGET_DIR]
 
     def name(entry: Entry) -> str:
         return entry.name

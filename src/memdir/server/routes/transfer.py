@@ -5,6 +5,7 @@ of the namespace is written). Both hold the tenant's job slot while they run."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import IO, Any, Final
@@ -13,6 +14,7 @@ import anyio.to_thread
 from fastapi import Request
 from fastapi.responses import StreamingResponse
 
+from memdir.forget._keys import FORGET_DIR
 from memdir.server.auth import Scope
 from memdir.server.limits import BodyTooLarge
 from memdir.server.policy import BoundNamespace, MemdirRouter, Policy
@@ -127,6 +129,8 @@ def _import(
     with tempfile.TemporaryDirectory(prefix="memdir-import-") as tmp:
         limits = {"max_files": settings.import_max_files, "max_bytes": settings.import_limit}
         unpack_archive(source, tmp, **limits)
+        # An archive never sets the erasures' secret or records (nor clears them).
+        shutil.rmtree(Path(tmp) / FORGET_DIR, ignore_errors=True)
         report = import_workspace(tmp, ws, replace=replace)
         _over_empty_memory_md(Path(tmp), ws, report)
     return report
