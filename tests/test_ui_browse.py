@@ -32,6 +32,12 @@ HOSTILE = "<script>alert(1)</script> xssprobe <img src=x onerror=alert(1)>"
 BIG_LINES = 450
 BUSY_NS = "acme.busy"
 BUSY_LINES = 1_200
+UPDATED_NS = "acme.updated"
+STALE = "- 09:00 user: The nightly backfill job runs in batches of 2,000 rows"
+CURRENT = (
+    "- 16:30 user: Heads-up for whoever reads the pipeline notes later this week: the "
+    "backfill batch size is now 5,000 rows, since the replica keeps up fine at night"
+)
 
 
 @pytest.fixture(scope="module", params=["files", "postgres"])
@@ -50,6 +56,9 @@ def ui(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
         memdir("-w", ws, "--namespace", BIG_NS, "add", facts)
         day_facts = "\n".join(f"busy day fact {n}" for n in range(1, BUSY_LINES + 1))
         memdir("-w", ws, "--namespace", BUSY_NS, "add", day_facts)
+        updated = served.served.local(UPDATED_NS)
+        updated.write_text("memory/2026-11-20.md", STALE + "\n")
+        updated.write_text("memory/2026-11-24.md", CURRENT + "\n")
         with served.served.client("acme_write") as client:
             logged = client.post(
                 f"/v1/namespaces/{NS}/sessions/hostile/messages",
@@ -254,6 +263,17 @@ def test_with_vectors_the_search_is_hybrid_and_lexical_can_be_asked_for(ui: UiSe
     assert "In memory (lexical)" in lexical.text and "not available" not in lexical.text
     hits = lexical.text.split('<li class="hit">')[1:]
     assert hits and all("<mark>Wang</mark>" in hit for hit in hits), "words only"
+
+
+def test_a_stale_hit_links_the_newer_line_and_the_newer_one_what_it_updates(
+    ui: UiServer,
+) -> None:
+    text = get(ui, f"/ui/ns/{UPDATED_NS}/search?q=nightly+backfill+job+batch+rows").text
+    hits = text.split('<li class="hit">')[1:]
+    assert "5,000" in hits[0] and "2,000" in hits[1]  # the newer value first
+    newer = f"/ui/ns/{UPDATED_NS}/file?path=memory%2F2026-11-24.md&amp;line=1#L1"
+    assert "stale:" in hits[1] and newer in hits[1]
+    assert "newer than:" in hits[0] and "memory%2F2026-11-20.md&amp;line=1#L1" in hits[0]
 
 
 def test_a_large_file_shows_a_window_around_the_cited_line(ui: UiServer) -> None:
