@@ -133,6 +133,23 @@ def test_a_long_line_is_several_vectors_and_one_hit(store_ws: Workspace) -> None
         assert lexical.search("a young cat", 10) == []
 
 
+def test_a_long_line_does_not_outrank_a_short_one_for_its_number_of_passages(
+    store_ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both say it as closely (one passage of the long line is as near as the short line):
+    # the best of many passages is near by chance more often, so the short line ranks first.
+    short, long = "the kitten is asleep.", _long("the kitten is asleep.", filler=8)
+    _write(store_ws, short, long)  # the long line is the newer one: it wins a tie
+    embedder = _embedder()
+    assert _count_passages(embedder, long) >= 6
+    with MemoryIndex(store_ws, embedder=embedder) as index:
+        index.index_all_from_workspace()
+        index.embed_pending()
+        assert [h.line_number for h in index.search("a young cat", 10)] == [1, 2]
+        monkeypatch.setattr("memdir.index._vectors.PASSAGE_PENALTY", 0.0)
+        assert [h.line_number for h in index.search("a young cat", 10)] == [2, 1]
+
+
 def test_appending_a_line_embeds_only_its_passages(store_ws: Workspace) -> None:
     first = _long("my sister adopted a kitten.")
     _write(store_ws, first)

@@ -253,6 +253,7 @@ class KeyMap:
         self.embedder = embedder
         self._files: dict[int, tuple[bytes, list[tuple[int, bytes]]]] = {}
         self._rows: dict[bytes, list[int]] = {}
+        self._passages: dict[int, int] = {}  # row id -> how many vectors (passages) it has
 
     def refresh(self, engine: Engine) -> None:
         """Bring the map up to date with the index (files whose content changed are reread)."""
@@ -268,6 +269,7 @@ class KeyMap:
     def _drop(self, file_id: int) -> None:
         known = self._files.pop(file_id, None)
         for rowid, key in known[1] if known else ():
+            self._passages.pop(rowid, None)
             rows = self._rows[key]
             rows.remove(rowid)
             if not rows:
@@ -278,10 +280,15 @@ class KeyMap:
         self._files[info.id] = (info.digest, units)
         for rowid, key in units:
             self._rows.setdefault(key, []).append(rowid)
+            self._passages[rowid] = self._passages.get(rowid, 0) + 1
 
     def __len__(self) -> int:
         """How many vectors the units have (a long unit has one per passage)."""
         return sum(len(units) for _, units in self._files.values())
+
+    def passages(self, rowid: int) -> int:
+        """How many vectors (passages) the unit of ``rowid`` has (1 for a short one)."""
+        return self._passages.get(rowid, 1)
 
     def rows(self, key: bytes) -> list[int]:
         """The row ids whose text has this key (none: no unit holds it now)."""

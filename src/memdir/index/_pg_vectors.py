@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.index import _pg_ann
 from memdir.index._pg_ann import Ann, KeyMap, ann_of
+from memdir.index._vectors import unit_similarity
 from memdir.store.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -244,7 +245,8 @@ class PgVectors:
         self, embedder: Embedder, engine: Engine, query: npt.NDArray[np.float32], k: int
     ) -> list[tuple[int, float]] | None:
         """The ``k`` units nearest to ``query`` ranked by pgvector, as ``(row id, similarity)``,
-        like :meth:`DenseIndex.search` (a unit scores its best passage's similarity); ``None``
+        like :meth:`DenseIndex.search` (a unit's similarity is its best passage's, ranked by
+        :func:`~memdir.index._vectors.unit_similarity`); ``None``
         where pgvector cannot answer (rank in Python).
         """
         import psycopg
@@ -282,8 +284,12 @@ class PgVectors:
                 # keys no unit holds now, or more passages of units already found, took the
                 # places
                 limit = min(_MAX_FETCH, 4 * limit)
-            rows = sorted(best.items(), key=lambda row: (-row[1], -row[0]))  # ties: newer first
-            return [row for row in rows if row[1] > 0][:k]
+            ranked = sorted(
+                best.items(),
+                # ties: the newer line first
+                key=lambda row: (-unit_similarity(row[1], keys.passages(row[0])), -row[0]),
+            )
+            return [row for row in ranked if row[1] > 0][:k]
 
         try:
             near: list[tuple[int, float]] | None = self._run(read, read_only=True)

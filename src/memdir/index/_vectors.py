@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import sqlite3
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from memdir.embeddings import document_text
 from memdir.errors import IndexError_
@@ -50,7 +51,14 @@ if TYPE_CHECKING:
     from memdir.embeddings import Embedder
     from memdir.index._pg_vectors import PgVectors
 
-__all__ = ["VECTORS_DB", "DenseIndex", "VectorStore", "unit_key"]
+__all__ = [
+    "PASSAGE_PENALTY",
+    "VECTORS_DB",
+    "DenseIndex",
+    "VectorStore",
+    "unit_key",
+    "unit_similarity",
+]
 
 logger = logging.getLogger("memdir.index")
 
@@ -329,6 +337,31 @@ class _FileVectors:
         best: npt.NDArray[np.float32] = np.maximum.reduceat(rows, self.starts)
         return best
 
+    def penalties(self) -> npt.NDArray[np.float32]:
+        """What each unit's similarity loses in the ranking for its number of passages
+        (:func:`unit_similarity`)."""
+        import numpy as np
+
+        if self.starts is None:
+            return np.zeros(len(self.rowids), dtype=np.float32)
+        counts = np.diff(np.append(self.starts, len(self.matrix)))
+        penalty: npt.NDArray[np.float32] = (PASSAGE_PENALTY * np.log2(counts)).astype(np.float32)
+        return penalty
+
+
+PASSAGE_PENALTY: Final = 0.03
+"""A unit cut into ``n`` passages is ranked by its best passage's similarity less
+``PASSAGE_PENALTY * log2(n)``: the best of many passages is high by chance far more often than
+one text is, so without it long messages crowd the vector ranking (docs/benchmarks.md, "Hybrid
+search on long messages"). The similarity floor reads the best passage's similarity itself:
+whether any passage is close to the query."""
+
+
+def unit_similarity(best: float, passages: int) -> float:
+    """The ranking score of a unit whose best of ``passages`` passages has similarity
+    ``best``."""
+    return best - PASSAGE_PENALTY * math.log2(passages) if passages > 1 else best
+
 
 def file_texts(embedder: Embedder, engine: Engine, info: FileInfo) -> list[tuple[int, bytes, str]]:
     """``(row id, key, text)`` of each passage of each unit of a file that has text to embed,
@@ -387,7 +420,7 @@ class DenseIndex:
         self, engine: Engine, query: npt.NDArray[np.float32], k: int
     ) -> list[tuple[int, float]]:
         """The ``k`` units most similar to ``query`` (cosine > 0), as ``(row id, similarity)``:
-        a unit's similarity is its best passage's."""
+        a unit's similarity is its best passage's; they are ranked by :func:`unit_similarity`."""
         import numpy as np
 
         files = engine.files_by_id()
@@ -395,6 +428,7 @@ class DenseIndex:
         for file_id in self._files.keys() - files.keys():
             del self._files[file_id]
         scores: list[npt.NDArray[np.float32]] = []
+        penalties: list[npt.NDArray[np.float32]] = []
         ids: list[npt.NDArray[np.int64]] = []
         for file_id, info in files.items():
             entry = self._files.get(file_id)
@@ -406,14 +440,16 @@ class DenseIndex:
                 entry = self._files[file_id] = self._load(engine, info, version)
             if len(entry.rowids):
                 scores.append(entry.scores(query))
+                penalties.append(entry.penalties())
                 ids.append(entry.rowids)
         if not scores:
             return []
         every = np.concatenate(scores)
+        ranked = every - np.concatenate(penalties)
         rowids = np.concatenate(ids)
         k = min(k, len(every))
-        top = np.argpartition(-every, k - 1)[:k]
-        top = top[np.lexsort((-rowids[top], -every[top]))]  # ties: the newer line first
+        top = np.argpartition(-ranked, k - 1)[:k]
+        top = top[np.lexsort((-rowids[top], -ranked[top]))]  # ties: the newer line first
         # A vector orthogonal to the query (or a zero vector) shares nothing with it.
         return [(int(rowids[i]), float(every[i])) for i in top if every[i] > 0]
 
