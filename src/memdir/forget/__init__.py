@@ -7,7 +7,8 @@ deletes a user's memory whole.
 
 from __future__ import annotations
 
-from memdir.forget._keys import ERASED_REL, erased_keys, erasure_mark, without_erased
+from memdir.forget._guard import without_erased
+from memdir.forget._keys import ERASED_REL, erased_keys, erasure_mark
 from memdir.forget._namespace import NamespaceDeleted, delete_namespace, resume_namespace_deletes
 from memdir.forget._plan import Place, Target
 from memdir.forget._run import ForgetPlan, ForgetReport, apply_forget, plan_forget

@@ -15,7 +15,7 @@ changes, so a write where nothing was ever erased costs one ``stat``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 from memdir.forget._keys import Keyer, erasure_mark, erasure_records, listed
@@ -23,7 +23,7 @@ from memdir.forget._scrub import ERASED_TEXT, Erasure, message_scrubbed, scrub_f
 from memdir.messages import Msg
 from memdir.store.workspace import Workspace
 
-__all__ = ["current_erasure", "guard_bytes", "guard_messages"]
+__all__ = ["current_erasure", "guard_bytes", "guard_messages", "without_erased"]
 
 _KEPT: Final = 64
 _cache: dict[tuple[str, str], Erasure] = {}
@@ -86,3 +86,13 @@ def guard_bytes(ws: Workspace, rel: str, data: bytes) -> bytes:
         return data
     scrubbed = scrub_file(rel, data, erasure)
     return ERASED_TEXT.encode() if scrubbed is None else scrubbed
+
+
+def without_erased(ws: Workspace, lines: Iterable[str]) -> list[str]:
+    """``lines`` without those an erasure named (checked before a ledger append and before
+    a consolidation writes ``MEMORY.md``)."""
+    kept = list(lines)
+    erasure = current_erasure(ws)
+    if erasure is None:
+        return kept
+    return [line for line in kept if erasure.key_of(line) not in erasure.keys]

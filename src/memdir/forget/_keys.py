@@ -16,7 +16,7 @@ import json
 import re
 import secrets
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from memdir.store.ledger import normalize_bullet
@@ -32,7 +32,6 @@ __all__ = [
     "erasure_records",
     "fold",
     "listed",
-    "without_erased",
 ]
 
 FORGET_DIR = f"{MEMORY_DIR}/.forget"
@@ -102,14 +101,3 @@ def listed(record: dict[str, Any], field: str) -> list[str]:
 def erased_keys(ws: Workspace) -> frozenset[str]:
     """Every keyed hash ever erased in this workspace (the denylist)."""
     return frozenset(k for record in erasure_records(ws) for k in listed(record, "keys"))
-
-
-def without_erased(ws: Workspace, lines: Iterable[str]) -> list[str]:
-    """``lines`` without those an erasure named (checked before a ledger append and before
-    a consolidation writes ``MEMORY.md``)."""
-    kept = list(lines)
-    if not erasure_mark(ws):
-        return kept
-    denied = erased_keys(ws)
-    keyer = Keyer(ws)
-    return [line for line in kept if keyer.key(line) not in denied]

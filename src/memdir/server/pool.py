@@ -59,12 +59,22 @@ class NamespacePool:
     def unopened(self, ns: str) -> Workspace:
         """The workspace of ``ns``, which does not exist yet: :meth:`get` with ``create``
         makes it (the same object)."""
+        return self._kept(ns)
+
+    def _kept(self, ns: str) -> Workspace:
+        """The workspace object of ``ns`` (made outside the lock when new), kept as the most
+        recently used."""
         with self._lock:
             ws = self._open.get(ns)
-            if ws is None:
-                ws = self._open[ns] = self.root.namespaced(ns, create=False)
-                while len(self._open) > self._size:
-                    self._open.popitem(last=False)
+            if ws is not None:
+                self._open.move_to_end(ns)
+                return ws
+        fresh = self.root.namespaced(ns, create=False)
+        with self._lock:
+            ws = self._open.setdefault(ns, fresh)
+            self._open.move_to_end(ns)
+            while len(self._open) > self._size:
+                self._open.popitem(last=False)
             return ws
 
     def get(self, ns: str, *, create: bool) -> Workspace | None:
@@ -74,17 +84,9 @@ class NamespacePool:
         Raises:
             WorkspaceError: the store cannot be reached or written.
         """
+        ws = self._kept(ns)
         with self._lock:
-            ws = self._open.get(ns)
-            if ws is not None:
-                self._open.move_to_end(ns)
             known = self._known(ns)
-        if ws is None:
-            ws = self.root.namespaced(ns, create=False)
-            with self._lock:
-                self._open[ns] = ws
-                while len(self._open) > self._size:
-                    self._open.popitem(last=False)
         if known:
             return ws
         if create:

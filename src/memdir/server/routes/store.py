@@ -112,11 +112,11 @@ def _confined(bound: Bound, path: str) -> str:
     return rel
 
 
-async def _guarded_body(bound: Bound, rel: str, request: Request) -> bytes:
-    """The request's body as the namespace's erasures leave it: a client may still hold
-    what was erased since it read it (a running agent), and must not write it back."""
-    data = await request.body()
-    return await _in_thread(lambda: guard_bytes(bound.ws, rel, data))
+def _guarded(bound: Bound, rel: str, data: bytes) -> bytes:
+    """``data`` as the namespace's erasures leave it (run in the write's own worker thread):
+    a client may still hold what was erased since it read it (a running agent), and must not
+    write it back."""
+    return guard_bytes(bound.ws, rel, data)
 
 
 def _refusal(exc: PathRefused) -> ProblemError:
@@ -220,22 +220,24 @@ async def write_file(
     """Replace (or create) the file whole, atomically: unconditionally, only if it does not
     exist (``If-None-Match: *``), or only if it is still at a version (``If-Match``)."""
     rel = _confined(bound, path)
-    data = await _guarded_body(bound, rel, request)
+    data = await request.body()
     where = area_of(rel)
     store = bound.ws.store
     if if_match is None and if_none_match is None:
-        await _in_thread(lambda: store.write(rel, data, where))
+        await _in_thread(lambda: store.write(rel, _guarded(bound, rel, data), where))
         return Response(status_code=204)
     pre = precondition(if_match, if_none_match, what=rel)
     if pre.create:
-        done = await _in_thread(lambda: store.create(rel, data, where))
+        done = await _in_thread(lambda: store.create(rel, _guarded(bound, rel, data), where))
         if not done:
             raise PreconditionFailed(f"{rel} exists already", etag=None)
         return Response(status_code=204)
     if pre.versions is None or len(pre.versions) != 1:
         raise InvalidInput('If-Match takes one version here: "<version>" from the ETag')
     version = pre.versions[0]
-    done = await _in_thread(lambda: store.replace_if(rel, data, version, where))
+    done = await _in_thread(
+        lambda: store.replace_if(rel, _guarded(bound, rel, data), version, where)
+    )
     if not done:
         raise PreconditionFailed(f"{rel} is not at the version of If-Match", etag=None)
     return Response(status_code=204)
@@ -257,9 +259,11 @@ async def append_file(
     """Append the body at the end of the file (creating it) in one atomic step; a newline
     goes first when the file does not end in one. Answers where the bytes went."""
     rel = _confined(bound, path)
-    data = await _guarded_body(bound, rel, request)
+    data = await request.body()
     where = area_of(rel)
-    start, end = await _in_thread(lambda: bound.ws.store.append(rel, data, where, fsync=fsync))
+    start, end = await _in_thread(
+        lambda: bound.ws.store.append(rel, _guarded(bound, rel, data), where, fsync=fsync)
+    )
     return Appended(start=start, end=end)
 
 
