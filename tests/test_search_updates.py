@@ -122,6 +122,48 @@ def test_a_question_about_the_latest_value_takes_the_later_line_without_a_change
 
 
 @pytest.mark.parametrize(
+    ("early", "later", "asks", "names", "other"),
+    [
+        (
+            "- 09:00 user: I'm planning to visit the bike shop on Main Street next Saturday "
+            "at 3 PM to pick up the new wheels",
+            "- 18:00 user: I'll make sure I'm free at 4:30 PM next Saturday for my bike shop "
+            "visit, the wheels should be in by then",
+            "What time should I plan to visit the bike shop next Saturday?",
+            "Did I plan to visit the bike shop next Saturday at 3 PM?",
+            "Where should I plan to visit the bike shop next Saturday?",
+        ),
+        (
+            "- 09:00 user: The spam filter reached 87% accuracy on the labelled mail set",
+            "- 18:00 user: How do I keep the spam filter's 91% accuracy on the labelled mail "
+            "set from drifting over the holidays?",
+            "What accuracy does the spam filter reach on the labelled mail set?",
+            "Did the spam filter reach 87% accuracy on the labelled mail set?",
+            "Which labelled mail set does the spam filter reach its accuracy on?",
+        ),
+        (
+            "- 09:00 用户：垃圾邮件过滤器在标注邮件集上的准确率是87%",
+            "- 18:00 用户：假期里怎么让垃圾邮件过滤器在标注邮件集上保持91%的准确率？",
+            "垃圾邮件过滤器在标注邮件集上的准确率是多少？",
+            "垃圾邮件过滤器在标注邮件集上的准确率是87%吗？",
+            "垃圾邮件过滤器的准确率在哪个标注邮件集上测？",
+        ),
+    ],
+)
+def test_a_question_that_asks_for_a_time_or_a_share_takes_the_later_line_that_says_one(
+    ws: Workspace, early: str, later: str, asks: str, names: str, other: str
+) -> None:
+    # The later line has no change word: it states the value in passing, as the current one.
+    _write(ws, ("2026-03-01", [early]), ("2026-03-05", [later]))
+    hits = _search(ws, asks)
+    assert hits[0].path == "memory/2026-03-05.md"
+    assert hits[1].superseded_by == "memory/2026-03-05.md#L1-L1"
+    # A question that names the value, or asks for something else, makes no claim.
+    for query in (names, other):
+        assert all(h.supersedes == () for h in _search(ws, query)), query
+
+
+@pytest.mark.parametrize(
     ("old", "new", "query"),
     [
         (

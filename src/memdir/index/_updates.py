@@ -13,7 +13,10 @@ the best ``RankConfig.updates_top`` hits of a search, a line *updates* an earlie
   word of the query stands within ``updates_reach`` words of that number; when the query
   asks for the value as it stands now (``recently``, ``latest``, ``currently``, ``so far``,
   目前…), any number near words of the query does, change word or not (the line's own
-  time stamp, ``- 10:00 …``, aside);
+  time stamp, ``- 10:00 …``, aside); when it asks for a time of day or a share (``what
+  time``, ``what … accuracy``, ``what … percentage``, 几点, 准确率是多少…) without naming one,
+  any number of that kind near words of the query does, with one query word more in common
+  (below);
 - the earlier line holds a number of the same kind (money, percent, time of day, day of a
   month, version, or a count of the same thing) near words of the query, which the later one
   lacks, and does not state the later one's new number of the same words;
@@ -98,6 +101,35 @@ _LATEST = re.compile(
     re.IGNORECASE,
 )
 
+# A question that asks for a time of day or a share ("what time…", "what is my accuracy…"): a
+# later line that says one near its words answers it, change word or not (as for a question
+# about the latest value, but only for that kind, and with one query word more in common).
+# Money and counts are left out: a chat says them of many things in the same words.
+_ASKED = (
+    ("time", re.compile(r"\b(?:what|which) time\b|几点|什么时间", re.IGNORECASE)),
+    (
+        "%",
+        re.compile(
+            r"\b(?:what|which)\b[^?.,;]{0,40}\b(?:percent|percentage|accuracy)\b"
+            "|百分之多少|百分比是多少|准确率是多少|准确率多少",
+            re.IGNORECASE,
+        ),
+    ),
+)
+# A question that names a value of the kind is about that value, not asking for one.
+_NAMED = {
+    "time": re.compile(r"\d:\d\d|\d\s*(?:am|pm)\b|\d+点", re.IGNORECASE),
+    "%": re.compile(r"\d\s*(?:%|percent)|百分之", re.IGNORECASE),
+}
+
+
+def _asked(query: str) -> frozenset[str]:
+    """The kinds of value (:data:`Value`) ``query`` asks for."""
+    return frozenset(
+        kind for kind, pattern in _ASKED if pattern.search(query) and not _NAMED[kind].search(query)
+    )
+
+
 Value = tuple[str, str]
 """A number and its kind: ``("$", "650")``, ``("%", "78")``, ``("time", "4:30")``, ``("date",
 "22")`` (a day of a month), ``("v", "1.2.3")`` (a version), or ``("", "12")`` (a count)."""
@@ -122,6 +154,7 @@ class _Line:
     units: dict[Value, frozenset[str]]  # what a count counts (:func:`_unit`)
     near: dict[Value, frozenset[str]]  # a number near query words: those words
     new: dict[Value, frozenset[str]]  # a number right after a change word: query words near it
+    unsaid: frozenset[Value] = frozenset()  # in ``new`` only as a value of the kind asked for
 
 
 def _says_change(text: str) -> bool:
@@ -216,6 +249,7 @@ def _updater(
     config: RankConfig,
     *,
     latest: bool,
+    asked: frozenset[str] = frozenset(),
 ) -> _Line | None:
     """What the test needs of a hit that states a change (:func:`_read`), or ``None``: no
     number of it follows a change word near words of the query (``latest``: the query asks
@@ -226,11 +260,15 @@ def _updater(
     words = [found.group() for found in matches]
     cues = _cues(text, matches, words)
     reach = config.updates_cue_reach
-    if not latest and not any(
-        word[0].isdigit() and _changed(at, cues, words, reach) for at, word in enumerate(words)
+    if (
+        not latest
+        and not asked
+        and not any(
+            word[0].isdigit() and _changed(at, cues, words, reach) for at, word in enumerate(words)
+        )
     ):
         return None
-    line = _read(hit, keys, seen, config, (matches, words, cues), latest=latest)
+    line = _read(hit, keys, seen, config, (matches, words, cues), latest=latest, asked=asked)
     return line if line.new else None
 
 
@@ -242,6 +280,7 @@ def _read(
     tokens: tuple[list[re.Match[str]], list[str], list[int]] | None = None,
     *,
     latest: bool = False,
+    asked: frozenset[str] = frozenset(),
 ) -> _Line:
     """What the test needs of a hit (``keys``: the query's word keys; ``seen``: the key of
     each word met so far, ``None`` when it is not one of them: a word is stemmed once;
@@ -256,7 +295,7 @@ def _read(
         matches, words, cues = tokens
     reach = config.updates_reach
     # A line's own time stamp (``- 10:00 Alice: …``) is when it was said, not a value.
-    said = stamp.end() if latest and (stamp := _STAMP.match(text)) else 0
+    said = stamp.end() if (latest or asked) and (stamp := _STAMP.match(text)) else 0
     values: dict[int, Value] = {}
     units: dict[Value, frozenset[str]] = {}
     for i, found in enumerate(matches):
@@ -284,6 +323,7 @@ def _read(
             keyed.append((i, key))
     near: dict[Value, frozenset[str]] = {}
     new: dict[Value, frozenset[str]] = {}
+    cued: set[Value] = set()
     for at, value in values.items():
         around = frozenset(key for i, key in keyed if abs(i - at) <= reach)
         if not around:
@@ -292,13 +332,17 @@ def _read(
         if (latest and matches[at].start() >= said) or _changed(
             at, cues, words, config.updates_cue_reach
         ):
-            new[value] = new.get(value, frozenset()) | around
+            cued.add(value)
+        elif not (value[0] in asked and matches[at].start() >= said):
+            continue
+        new[value] = new.get(value, frozenset()) | around
     return _Line(
         place=_place(hit),
         values=frozenset(values.values()),
         units=units,
         near=near,
         new=new,
+        unsaid=frozenset(new.keys() - cued),
     )
 
 
@@ -340,7 +384,9 @@ def _updates(new: _Line, old: _Line, wanted: int) -> bool:
         shared = len(keys & gone)
         # The old line may say the new value too, of the same thing ("5,000 for the backfill,
         # 2,000 for sync"): then it is no update.
-        if shared >= wanted and shared > len(keys & old.near.get(value, frozenset())):
+        # A value only of the kind asked for, with no change word, needs one word more.
+        need = wanted + 1 if value in new.unsaid else wanted
+        if shared >= need and shared > len(keys & old.near.get(value, frozenset())):
             return True
     return False
 
@@ -411,13 +457,15 @@ def _number_pairs(
     # Only a short line with a change word and a number can state an update: those are read
     # first, then the lines they may update (same speaker, written before).
     lines: dict[int, _Line] = {}
-    latest = _LATEST.search(query) is not None and not _HISTORY.search(query)
+    past = _HISTORY.search(query) is not None
+    latest = not past and _LATEST.search(query) is not None
+    asked = frozenset() if past else _asked(query)
     for i, hit in enumerate(top):
         if (
             len(hit.content) <= _MAX_CHARS
             and _DIGIT.search(hit.content)
-            and (latest or _says_change(hit.content))
-            and (line := _updater(hit, keys, seen, config, latest=latest)) is not None
+            and (latest or asked or _says_change(hit.content))
+            and (line := _updater(hit, keys, seen, config, latest=latest, asked=asked)) is not None
         ):
             lines[i] = line
     updaters = [line.place for line in lines.values()]
