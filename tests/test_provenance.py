@@ -215,7 +215,10 @@ async def test_a_hits_sources_read_from_its_own_text_match_the_whole_ledgers(
 def test_a_hand_written_ledger_and_a_repeated_bullet_cite_what_they_are(ws: Workspace) -> None:
     """A ledger written by hand has no records: its hits are unsourced. A bullet added twice
     has a record per line: each line cites its own."""
-    ws.write_text("memory/2026-11-29.md", "- the kiln is fired on Thursdays\n")
+    ws.write_text(
+        "memory/2026-11-29.md",
+        "- the kiln is fired on Thursdays\n\nA paragraph, not a bullet: the kiln shed key\n",
+    )
     rel = "memory/2026-11-30.md"
     add_memory(ws, "The kiln cools overnight", origin="person")
     ws.append_text(rel, "- a note typed into the ledger about the kiln\n")
@@ -223,7 +226,9 @@ def test_a_hand_written_ledger_and_a_repeated_bullet_cite_what_they_are(ws: Work
     index = shared_index(ws)
     index.refresh()
     hits = index.search("kiln", limit=10)
-    assert {h.path: h.sources for h in hits}["memory/2026-11-29.md"] == ("unsourced",)
+    by_line = {(h.path, h.line_number): h.sources for h in hits}
+    assert by_line["memory/2026-11-29.md", 1] == ("unsourced",)
+    assert by_line["memory/2026-11-29.md", 3] == ()  # no bullet: nothing to cite
     lines = ws.read_text(rel).splitlines()
     cited = [
         SourceFinder(ws).sources(rel, n, n, line)

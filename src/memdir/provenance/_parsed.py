@@ -34,12 +34,15 @@ def change_tag(ws: Workspace, rel: str) -> str | None:
     return st.tag if st is not None else None
 
 
-def cached_parse(ws: Workspace, rels: tuple[str, ...], parse: Callable[[], _T]) -> _T:
+def cached_parse(
+    ws: Workspace, rels: tuple[str, ...], parse: Callable[[], _T], *, missing: _T | None = None
+) -> _T:
     """``parse()``, or what it returned before for the same versions of the files ``rels``
-    of ``ws`` (the first one must exist; the others, sidecars, may not)."""
+    of ``ws`` (the first one must exist; the others, sidecars, may not). ``missing``: what
+    a missing first file parses to, when known (it is not read); else ``parse()`` says."""
     tags = [change_tag(ws, rel) for rel in rels]
     if tags[0] is None:
-        return parse()  # missing: let the parse say so
+        return parse() if missing is None else missing
     key = (repr(ws), *rels, *(tag or "-" for tag in tags))
     with _lock:
         found = _cache.get(key)

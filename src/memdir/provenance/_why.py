@@ -286,7 +286,12 @@ class SourceFinder:
     def _sources(self, path: str, first: int, last: int, content: str | None) -> tuple[str, ...]:
         window = None
         if path != MEMORY_MD:
-            if content is not None:
+            if content is not None and not self._records(path):
+                # A ledger without records: a span that starts a bullet is unsourced, read
+                # from its first line (a hit of a long message is not parsed whole).
+                if self._given(content.partition("\n")[0], first):
+                    return ("unsourced",)
+            elif content is not None:
                 window = self._given(content, first)
             if window is None:
                 window = self._window(path, first, last)
@@ -304,14 +309,18 @@ class SourceFinder:
                 out += self._ledger_sources(path, bullet)
         return tuple(dict.fromkeys(out))
 
-    def _ledger_sources(self, path: str, bullet: Bullet) -> list[str]:
+    def _records(self, path: str) -> dict[str, list[LedgerRecord]]:
+        """The records of ledger ``path``'s bullets, by bullet id."""
         name = path.rsplit("/", 1)[-1]
         if name not in self._ledgers:
             rel = ledger_records_rel(name)
             self._ledgers[name] = cached_parse(
-                self.ws, (rel,), lambda: _by_id(read_ledger_records(self.ws, name))
+                self.ws, (rel,), lambda: _by_id(read_ledger_records(self.ws, name)), missing={}
             )
-        records = self._ledgers[name]
+        return self._ledgers[name]
+
+    def _ledger_sources(self, path: str, bullet: Bullet) -> list[str]:
+        records = self._records(path)
         if not records:
             return ["unsourced"]  # no bullet of the ledger has a record: no need to hash it
         mine = records.get(bullet_id(bullet.text), [])
