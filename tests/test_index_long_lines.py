@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memdir.index import MemoryIndex, SearchHit
+from memdir.index import MemoryIndex, SearchHit, _rank
 from memdir.index._engine import FileInfo, StoredRow
 from memdir.index._forms import word_key
 from memdir.index._rank import positions_of, query_words
@@ -196,3 +196,26 @@ def test_sqlite_stores_a_long_lines_words_where_postgresql_does(words: list[str]
     grams = {k for k in _lexemes(pg_terms) if len(k) > 3 and not k.strip("'").isascii()}
     assert count == pg_count
     assert _lexemes(stored) == {k: v for k, v in _lexemes(pg_terms).items() if k not in grams}
+
+
+@pytest.mark.parametrize("pre_length", [True, False])
+def test_a_short_statement_is_found_among_many_newer_pages_that_mention_every_word(
+    any_ws: Workspace, monkeypatch: pytest.MonkeyPatch, pre_length: bool
+) -> None:
+    # The candidates a search scores are chosen by the query words each line holds: forty
+    # newer pages holding all of them would take every place, and the short line that says
+    # it (without "database") would never be scored, unless the choice knows their length.
+    monkeypatch.setattr(_rank, "DEFAULT", replace(_rank.DEFAULT, pre_length=pre_length))
+    chat = [f"- user: note {n} on the allotment: the beans need water" for n in range(200)]
+    any_ws.write_text("memory/2026-03-01.md", "\n".join([*chat, FACT]) + "\n")
+    for day in range(2, 6):
+        pages = [ANSWER.replace("Great question!", f"Answer {day}-{n}.") for n in range(10)]
+        any_ws.write_text(f"memory/2026-03-{day:02d}.md", "\n".join(pages) + "\n")
+    with MemoryIndex(any_ws) as index:
+        index.refresh()
+        hits = index.search(QUESTION, limit=5)
+    found = [hit.content for hit in hits]
+    if pre_length:
+        assert found[0] == FACT
+    else:
+        assert FACT not in found  # what the length in the choice is for

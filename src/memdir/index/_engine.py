@@ -228,6 +228,10 @@ class Engine(Protocol):
     def fetch(self, rowids: Sequence[int]) -> list[StoredRow]:
         """The stored rows for ``rowids`` (missing ids are skipped), in no particular order."""
 
+    def lengths(self, rowids: Sequence[int], longer: int) -> dict[int, int]:
+        """The token count of each row of ``rowids`` that is longer than ``longer`` tokens
+        (:attr:`StoredRow.words`; missing ids and shorter rows are left out)."""
+
     def units_of(self, file_id: int) -> list[tuple[int, int, str]]:
         """``(row id, head, content)`` of every unit of one file, in line order (``head``: the
         line of the heading above, 0 for none; equal values = same section)."""

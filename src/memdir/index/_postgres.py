@@ -67,6 +67,7 @@ def _reads(schema: str) -> dict[str, str]:
         "fetch": f"SELECT id, line_end, head, content, words, terms::text FROM {u}"
         " WHERE ns = %s AND id = ANY(%s)",
         "fetch_headings": f"SELECT id, text FROM {h} WHERE ns = %s AND id = ANY(%s)",
+        "lengths": f"SELECT id, words FROM {u} WHERE ns = %s AND id = ANY(%s) AND words > %s",
         "count_from": f"SELECT count(*) FROM {u} WHERE ns = %s AND id >= %s AND id < %s",
         "file_units": f"SELECT id, line_end, head, content FROM {u}"
         " WHERE ns = %s AND id >= %s AND id < %s ORDER BY id",
@@ -207,3 +208,10 @@ class PostgresEngine(PgFiles):
                 self._conn.execute(self.q("fetch_headings"), (self.ns, head_ids)).fetchall()
             )
         return stored_rows(raw, files, headings)
+
+    def lengths(self, rowids: Sequence[int], longer: int) -> dict[int, int]:
+        """The token count of each row of ``rowids`` longer than ``longer`` tokens."""
+        if not rowids:
+            return {}
+        rows = self._conn.execute(self.q("lengths"), (self.ns, list(rowids), longer))
+        return dict(rows.fetchall())

@@ -115,6 +115,7 @@ class RankConfig:
     window: int = 32
     length_free: int = 64
     length_power: float = 0.75
+    pre_length: bool = True  # the candidates are chosen with the length factor too
     updates: bool = True
     updates_top: int = 10
     updates_reach: int = 16

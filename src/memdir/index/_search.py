@@ -11,7 +11,8 @@ at a million lines). Instead:
    full one gives an estimate from how far back it reached.
 3. ``AND`` queries over the rarest terms add the rows that contain several of them even
    when a common term's list was cut short.
-4. Rows are pre-ranked by the idf mass of the terms whose lists hold them; the best
+4. Rows are pre-ranked by the idf mass of the terms whose lists hold them, a long row's
+   scaled by the scorer's length factor (its token count read for the rows found); the best
    ``RankConfig.candidates`` are fetched and scored precisely by :class:`memdir.index._rank.Scorer`.
 """
 
@@ -221,6 +222,16 @@ def _pre_rank(lists: list[tuple[list[int], float]], wanted: int) -> dict[int, fl
             for rowid in pre.keys() & ids:
                 pre[rowid] += gain
     return pre
+
+
+def _with_lengths(engine: Engine, pre: dict[int, float], config: RankConfig) -> None:
+    """Scale the pre-rank weight of each row longer than ``length_free`` tokens as the scorer
+    scales its score (``(length_free / length) ** length_power``): a page of an answer holds
+    most words of a question, and without its length it would take the places of the short
+    lines that the scorer ranks above it (the candidates are read by pre-rank)."""
+    free, power = config.length_free, config.length_power
+    for rowid, words in engine.lengths(list(pre), free).items():
+        pre[rowid] *= (free / words) ** power
 
 
 _prior_cache: (
@@ -445,6 +456,8 @@ def _search(
         # A long query (a pasted line): its rarest terms together pin the line down, while
         # the pre-rank undercounts rows whose other terms sat in cut-short lists.
         _add_conjunctions(engine, main, pre, wanted, (MAX_AND_TERMS,))
+    if config.pre_length and config.length_power:
+        _with_lengths(engine, pre, config)
     scorer = Scorer(
         weighted,
         avgdl=avgdl,

@@ -230,6 +230,20 @@ class SqliteEngine(SqliteFiles):
             out.update((row[0], (row[1], row[2])) for row in rows)
         return out
 
+    def lengths(self, rowids: Sequence[int], longer: int) -> dict[int, int]:
+        """The token count of each row of ``rowids`` longer than ``longer`` tokens."""
+        out: dict[int, int] = {}
+        for i in range(0, len(rowids), _CHUNK):
+            chunk = rowids[i : i + _CHUNK]
+            out.update(
+                self._con.execute(
+                    f"SELECT id, words FROM units WHERE id IN ({','.join('?' * len(chunk))})"
+                    " AND words > ?",
+                    (*chunk, longer),
+                ).fetchall()
+            )
+        return out
+
     def units_of(self, file_id: int) -> list[tuple[int, int, str]]:
         """``(row id, head, content)`` of every unit of one file, in line order."""
         lo, hi = file_range(file_id)
