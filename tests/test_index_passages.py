@@ -150,6 +150,22 @@ def test_a_long_line_does_not_outrank_a_short_one_for_its_number_of_passages(
         assert [h.line_number for h in index.search("a young cat", 10)] == [2, 1]
 
 
+def test_lines_that_fit_one_passage_are_embedded_before_the_pages(store_ws: Workspace) -> None:
+    # A page of an answer costs many passages and adds little to the vector ranking: a
+    # backlog embeds every short line first, those of older files too, then the pages.
+    older, newer = "memory/2026-11-28.md", "memory/2026-11-29.md"
+    store_ws.write_text(older, "- oolong is the best tea\n")
+    page = _long("my sister adopted a kitten.")
+    store_ws.write_text(newer, f"- {page}\n- we moved the app to postgres.\n")
+    embedder = _embedder()
+    with MemoryIndex(store_ws, embedder=embedder) as index:
+        index.index_all_from_workspace()
+        assert index.embed_pending(batch_size=2).pending == 0
+        shorts = ["we moved the app to postgres.", "oolong is the best tea"]
+        assert [document_text(f"- {line}") for line in shorts] == embedder.documents[:2]
+        assert set(embedder.documents[2:]) == set(passages_of(embedder, document_text(f"- {page}")))
+
+
 def test_appending_a_line_embeds_only_its_passages(store_ws: Workspace) -> None:
     first = _long("my sister adopted a kitten.")
     _write(store_ws, first)

