@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
 
 from memdir.cli import cli
 from memdir.index import MemoryIndex, SearchHit, _rank
-from memdir.tools import memory_search
+from memdir.messages import Msg
+from memdir.sessions import SessionLog, search_sessions, shared_session_index
+from memdir.tools import memory_search, session_search
 from memdir.tools._core import shared_index
 from memdir.workspace import Workspace
 
@@ -255,3 +258,52 @@ def test_a_server_s_hits_name_the_newer_line(remote_ws: Workspace) -> None:
     assert "5,000" in hits[0].content
     assert hits[0].supersedes == ("memory/2026-11-20.md#L1-L1",)
     assert hits[1].superseded_by == "memory/2026-11-24.md#L1-L1"
+
+
+# -- session search: the same, over logged messages ------------------------------------------
+
+OLD_SAID = "The nightly backfill job runs in batches of 2,000 rows"
+NEW_SAID = (
+    "Heads-up for whoever reads the pipeline notes later this week: the backfill batch size "
+    "is now 5,000 rows, since the replica keeps up fine at night"
+)
+
+
+def _log(ws: Workspace, session: str, *texts: str, at: datetime | None = None) -> None:
+    msgs = [Msg.user(t) if i % 2 == 0 else Msg.assistant(t) for i, t in enumerate(texts)]
+    if at is not None:
+        msgs = [
+            dataclasses.replace(m, created_at=at + timedelta(seconds=i)) for i, m in enumerate(msgs)
+        ]
+    SessionLog(ws, session).append(msgs)
+
+
+def test_session_search_ranks_the_later_message_first_and_both_say_so(
+    any_ws: Workspace,
+) -> None:
+    monday = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+    _log(any_ws, "s1", OLD_SAID, "Noted.", "Lunch with Dana on Friday", "Enjoy.", at=monday)
+    _log(any_ws, "s1", NEW_SAID, "Thanks, noted.", at=monday)  # lines 5 and 6, same times
+    out = session_search("nightly backfill job batch rows", 5, workspace=any_ws)
+    lines = out.splitlines()[1:]
+    assert lines[0].startswith("sessions/s1.log.jsonl#L5 [user")
+    assert "[updates sessions/s1.log.jsonl#L1]" in lines[0]
+    assert lines[1].startswith("sessions/s1.log.jsonl#L1 [user")
+    assert "[superseded by sessions/s1.log.jsonl#L5]" in lines[1]
+    # Across logs, the later message is the one written at a later time.
+    later = "The nightly backfill job now runs in batches of 8,000 rows"
+    _log(any_ws, "s0", later, "Ok.", at=monday + timedelta(days=3))
+    index = shared_session_index(any_ws)
+    index.refresh()
+    hits = search_sessions(index, "nightly backfill job batch rows", limit=5)
+    assert hits[0].citation == "sessions/s0.log.jsonl#L1"
+    assert set(hits[0].supersedes) == {"sessions/s1.log.jsonl#L1", "sessions/s1.log.jsonl#L5"}
+    # An assistant's message never updates a user's.
+    assert all(hit.role == "user" for hit in hits if hit.supersedes or hit.superseded_by)
+
+
+def test_a_server_s_session_hits_name_the_newer_message(remote_ws: Workspace) -> None:
+    _log(remote_ws, "s1", OLD_SAID, "Noted.", NEW_SAID, "Thanks.")
+    out = session_search("nightly backfill job batch rows", 5, workspace=remote_ws)
+    assert "#L3 [user" in out.splitlines()[1]
+    assert "[superseded by sessions/s1.log.jsonl#L3]" in out.splitlines()[2]

@@ -65,6 +65,15 @@ def ui(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
                 json={"format": "openai", "messages": [{"role": "user", "content": HOSTILE}]},
             )
             assert logged.status_code == 201, logged.text
+            said = [text.split(": ", 1)[1] for text in (STALE, CURRENT)]
+            logged = client.post(
+                f"/v1/namespaces/{UPDATED_NS}/sessions/pipeline/messages",
+                json={
+                    "format": "openai",
+                    "messages": [{"role": "user", "content": text} for text in said],
+                },
+            )
+            assert logged.status_code == 201, logged.text
         yield served
 
 
@@ -274,6 +283,13 @@ def test_a_stale_hit_links_the_newer_line_and_the_newer_one_what_it_updates(
     newer = f"/ui/ns/{UPDATED_NS}/file?path=memory%2F2026-11-24.md&amp;line=1#L1"
     assert "stale:" in hits[1] and newer in hits[1]
     assert "newer than:" in hits[0] and "memory%2F2026-11-20.md&amp;line=1#L1" in hits[0]
+    # The same in the logged messages: the later one first, each naming the other.
+    said = get(ui, f"/ui/ns/{UPDATED_NS}/search?q=nightly+backfill+job+batch+rows&in=sessions")
+    hits = said.text.split('<li class="hit">')[1:]
+    assert "5,000" in hits[0] and "2,000" in hits[1]
+    session = f"/ui/ns/{UPDATED_NS}/sessions/pipeline?line="
+    assert "newer than:" in hits[0] and f"{session}1#L1" in hits[0]
+    assert "stale:" in hits[1] and f"{session}2#L2" in hits[1]
 
 
 def test_a_large_file_shows_a_window_around_the_cited_line(ui: UiServer) -> None:

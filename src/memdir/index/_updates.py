@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from memdir.index._forms import word_key
@@ -53,7 +53,7 @@ from memdir.index._stopwords import EN_STOPWORDS, ZH_STOPWORDS
 from memdir.index._text import CJK_CHARS, fold
 from memdir.index._types import SearchHit
 
-__all__ = ["citation", "with_updates"]
+__all__ = ["Place", "citation", "ledger_place", "with_updates"]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -136,10 +136,15 @@ Value = tuple[str, str]
 
 
 @dataclass(frozen=True, slots=True)
-class _Place:
-    """When a hit was written, as far as known, and by whom."""
+class Place:
+    """When a hit was written, as far as known, and by whom.
 
-    day: int | None
+    ``when`` orders hits of different files: a ledger's day (proleptic ordinal), a logged
+    message's time (POSIX seconds); ``None``: unknown (``MEMORY.md``), then only the lines of
+    one file are ordered, by ``line``.
+    """
+
+    when: int | None
     path: str
     line: int
     speaker: str | None
@@ -149,7 +154,7 @@ class _Place:
 class _Line:
     """What the test reads of one hit: its place, its numbers and the query words near them."""
 
-    place: _Place
+    place: Place
     values: frozenset[Value]  # every number of the line
     units: dict[Value, frozenset[str]]  # what a count counts (:func:`_unit`)
     near: dict[Value, frozenset[str]]  # a number near query words: those words
@@ -164,10 +169,12 @@ def _says_change(text: str) -> bool:
     return not text.isascii() and _CJK_CUES.search(text) is not None
 
 
-def _place(hit: SearchHit) -> _Place:
+def ledger_place(hit: SearchHit) -> Place:
+    """The :class:`Place` of a memory search hit: its ledger's day, its line and the speaker
+    its text starts with (``- 10:00 Alice: …``)."""
     label = _SPEAKER.match(hit.content)
-    return _Place(
-        day=ledger_day(hit.path),
+    return Place(
+        when=ledger_day(hit.path),
         path=hit.path,
         line=hit.line_number,
         speaker=label.group(1).strip().casefold() if label else None,
@@ -250,6 +257,7 @@ def _updater(
     *,
     latest: bool,
     asked: frozenset[str] = frozenset(),
+    place: Place,
 ) -> _Line | None:
     """What the test needs of a hit that states a change (:func:`_read`), or ``None``: no
     number of it follows a change word near words of the query (``latest``: the query asks
@@ -268,7 +276,9 @@ def _updater(
         )
     ):
         return None
-    line = _read(hit, keys, seen, config, (matches, words, cues), latest=latest, asked=asked)
+    line = _read(
+        hit, keys, seen, config, (matches, words, cues), latest=latest, asked=asked, place=place
+    )
     return line if line.new else None
 
 
@@ -281,6 +291,7 @@ def _read(
     *,
     latest: bool = False,
     asked: frozenset[str] = frozenset(),
+    place: Place,
 ) -> _Line:
     """What the test needs of a hit (``keys``: the query's word keys; ``seen``: the key of
     each word met so far, ``None`` when it is not one of them: a word is stemmed once;
@@ -337,7 +348,7 @@ def _read(
             continue
         new[value] = new.get(value, frozenset()) | around
     return _Line(
-        place=_place(hit),
+        place=place,
         values=frozenset(values.values()),
         units=units,
         near=near,
@@ -346,16 +357,16 @@ def _read(
     )
 
 
-def _later(new: _Place, old: _Place) -> bool:
+def _later(new: Place, old: Place) -> bool:
     """Whether ``new`` was written after ``old``: a later day, or further down one file."""
     if new.path == old.path:
         return new.line > old.line
-    if new.day is None or old.day is None:
+    if new.when is None or old.when is None:
         return False
-    return new.day > old.day
+    return new.when > old.when
 
 
-def _may_update(new: _Place, old: _Place) -> bool:
+def _may_update(new: Place, old: Place) -> bool:
     """Whether a line written at ``new`` may update one written at ``old``."""
     return new.speaker == old.speaker and _later(new, old)
 
@@ -392,11 +403,17 @@ def _updates(new: _Line, old: _Line, wanted: int) -> bool:
 
 
 def with_updates(
-    hits: Sequence[SearchHit], query: str, terms: Sequence[Term], config: RankConfig
+    hits: Sequence[SearchHit],
+    query: str,
+    terms: Sequence[Term],
+    config: RankConfig,
+    *,
+    place_of: Callable[[SearchHit], Place] = ledger_place,
 ) -> list[SearchHit]:
     """``hits`` with each line that updates an earlier one among the first
     ``config.updates_top`` moved just above it, and both marked (see the module; ``terms``:
-    :func:`~memdir.index._query.analyze_query` of ``query``)."""
+    :func:`~memdir.index._query.analyze_query` of ``query``; ``place_of``: when and by whom
+    a hit was written, :func:`ledger_place` for memory files)."""
     top = list(hits[: config.updates_top])
     keys = frozenset(
         word_key(fold(token))
@@ -408,11 +425,11 @@ def with_updates(
         return list(hits)
     wanted = 1 if len(keys) == 1 else 2
     seen: dict[str, str | None] = {}
-    pairs = _number_pairs(top, query, keys, seen, config, wanted)
-    pairs += [p for p in _name_pairs(top, keys, seen, wanted) if p not in pairs]
+    places = [place_of(hit) for hit in top]
+    pairs = _number_pairs(top, places, query, keys, seen, config, wanted)
+    pairs += [p for p in _name_pairs(top, places, keys, seen, wanted) if p not in pairs]
     if not pairs:
         return list(hits)
-    places = {i: _place(top[i]) for pair in pairs for i in pair}
     newer: dict[int, int] = {}  # an old hit -> the newest hit that updates it
     for n, o in pairs:
         if o not in newer or _later(places[n], places[newer[o]]):
@@ -447,6 +464,7 @@ def with_updates(
 
 def _number_pairs(
     top: list[SearchHit],
+    places: list[Place],
     query: str,
     keys: frozenset[str],
     seen: dict[str, str | None],
@@ -465,15 +483,20 @@ def _number_pairs(
             len(hit.content) <= _MAX_CHARS
             and _DIGIT.search(hit.content)
             and (latest or asked or _says_change(hit.content))
-            and (line := _updater(hit, keys, seen, config, latest=latest, asked=asked)) is not None
+            and (
+                line := _updater(
+                    hit, keys, seen, config, latest=latest, asked=asked, place=places[i]
+                )
+            )
+            is not None
         ):
             lines[i] = line
     updaters = [line.place for line in lines.values()]
     if not updaters:
         return []
     for i, hit in enumerate(top):
-        if i not in lines and any(_may_update(new, _place(hit)) for new in updaters):
-            lines[i] = _read(hit, keys, seen, config)
+        if i not in lines and any(_may_update(new, places[i]) for new in updaters):
+            lines[i] = _read(hit, keys, seen, config, place=places[i])
     return [
         (n, o)
         for o, old in lines.items()
@@ -483,7 +506,11 @@ def _number_pairs(
 
 
 def _name_pairs(
-    top: list[SearchHit], keys: frozenset[str], seen: dict[str, str | None], wanted: int
+    top: list[SearchHit],
+    places: list[Place],
+    keys: frozenset[str],
+    seen: dict[str, str | None],
+    wanted: int,
 ) -> list[tuple[int, int]]:
     """``(new, old)`` hits among ``top`` where the new one says what replaced a name the old
     one says (:mod:`memdir.index._renames`), near the same query words."""
@@ -513,9 +540,8 @@ def _name_pairs(
 
     pairs: list[tuple[int, int]] = []
     for n, found in named.items():
-        new_place = _place(top[n])
         for o in range(len(top)):
-            if o == n or not _may_update(new_place, _place(top[o])):
+            if o == n or not _may_update(places[n], places[o]):
                 continue
             theirs = words_of(o)
             if not any(
@@ -528,5 +554,5 @@ def _name_pairs(
     return pairs
 
 
-def _when(place: _Place) -> tuple[int, str, int]:
-    return (place.day or 0, place.path, place.line)
+def _when(place: Place) -> tuple[int, str, int]:
+    return (place.when or 0, place.path, place.line)

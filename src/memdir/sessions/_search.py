@@ -4,6 +4,9 @@
 CJK segmentation and stemming, BM25 with coverage, proximity, recency and context) on the
 session index of :mod:`memdir.sessions._catalog`. Recency counts the day of each log's last
 message; context lets a strong match lift the matching message next to it in the same log.
+Updates win as in memory search (:mod:`memdir.index._updates`): a later message of the same
+role that changes a value a message before it said is moved above it, and both hits say so;
+"later" is further down the same log, or a later time in another.
 """
 
 from __future__ import annotations
@@ -15,12 +18,15 @@ from datetime import datetime
 from typing import TypeVar
 
 from memdir._opencache import OpenCache, index_cache
+from memdir.index import _rank
 from memdir.index._forms import word_key
 from memdir.index._query import analyze_query
 from memdir.index._schema import LINE_BITS
 from memdir.index._search import run_search
 from memdir.index._sqlite import SqliteEngine
 from memdir.index._text import fold, text_tokens
+from memdir.index._types import SearchHit
+from memdir.index._updates import Place, with_updates
 from memdir.sessions._catalog import SessionIndex, SessionInfo
 from memdir.store.workspace import Workspace
 
@@ -50,6 +56,11 @@ class SessionHit:
         at: when the message was written.
         text: the message's searchable text (text, tool calls, tool results shortened).
         score: relevance, as :attr:`memdir.index.SearchHit.score` (one query only).
+        superseded_by: the citation of a later message among the best hits that states a
+            changed value of what this one says (it is ranked above this one), as
+            :attr:`memdir.index.SearchHit.superseded_by`; ``None``: none found.
+        supersedes: the citations of the earlier messages among the best hits whose value
+            this one changes; empty when none.
     """
 
     session_id: str
@@ -60,6 +71,8 @@ class SessionHit:
     at: datetime | None
     text: str
     score: float
+    superseded_by: str | None = None
+    supersedes: tuple[str, ...] = ()
 
     @property
     def citation(self) -> str:
@@ -116,7 +129,6 @@ def search_sessions(
             found = run_search(engine, query, limit)
             if not found:
                 return []
-            mask = (1 << LINE_BITS) - 1
             ids = {hit.path: 0 for hit in found}
             for path in ids:
                 got = con.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
@@ -129,25 +141,54 @@ def search_sessions(
                     f"SELECT id, role, tools, at FROM session_units WHERE id IN ({marks})", keys
                 )
             }
+        known = {
+            (hit.path, hit.line_number): about.get(key, ("", "", None))
+            for key, hit in zip(keys, found, strict=True)
+        }
+        if _rank.DEFAULT.updates:
+            found = with_updates(
+                found,
+                query,
+                analyze_query(query),
+                _rank.DEFAULT,
+                place_of=lambda hit: _place(hit, known[hit.path, hit.line_number]),
+            )
         hits: list[SessionHit] = []
-        for key, hit in zip(keys, found, strict=True):
-            role, tools, at = about.get(key, ("", "", None))
+        for hit in found:
+            role, tools, at = known[hit.path, hit.line_number]
             name = hit.path.removeprefix("sessions/").removesuffix(".log.jsonl")
             hits.append(
                 SessionHit(
                     session_id=name,
                     path=hit.path,
-                    line=key & mask,
+                    line=hit.line_number,
                     role=role,
                     tools=tuple(tools.split()),
                     at=datetime.fromisoformat(at) if at else None,
                     text=hit.content,
                     score=hit.score,
+                    superseded_by=_cited(hit.superseded_by),
+                    supersedes=tuple(c for c in map(_cited, hit.supersedes) if c),
                 )
             )
         return hits
 
     return _guarded(index, go)
+
+
+def _place(hit: SearchHit, about: tuple[str, str, str | None]) -> Place:
+    """When and by whom a logged message was written (its role is its speaker)."""
+    role, _, at = about
+    when = round(datetime.fromisoformat(at).timestamp() * 1_000_000) if at else None
+    return Place(when=when, path=hit.path, line=hit.line_number, speaker=role or None)
+
+
+def _cited(citation: str | None) -> str | None:
+    """A memory citation (``path#L12-L12``) of a message as a session citation (``#L12``)."""
+    if citation is None:
+        return None
+    path, _, lines = citation.partition("#")
+    return f"{path}#{lines.split('-')[0]}"
 
 
 def list_session_infos(index: SessionIndex) -> list[SessionInfo]:

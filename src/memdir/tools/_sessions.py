@@ -95,12 +95,16 @@ def _stamp(hit: SessionHit) -> str:
 
 
 def session_hit_line(hit: SessionHit, query: str) -> str:
-    """One hit as ``sessions/<id>.log.jsonl#L<n> [role tool · time]: excerpt``."""
+    """One hit as ``sessions/<id>.log.jsonl#L<n> [role tool · time]: excerpt``; a message a
+    newer hit updates says ``[superseded by …#L…]``, the newer one ``[updates …#L…]``."""
     from memdir.sessions._search import snippet
 
     who = " ".join([hit.role, *hit.tools]).strip()
     label = " · ".join(part for part in (who, _stamp(hit)) if part)
-    return f"{hit.citation} [{label}]: {snippet(hit.text, query, HIT_CHARS)}"
+    marks = f" [superseded by {hit.superseded_by}]" if hit.superseded_by else ""
+    if hit.supersedes:
+        marks += f" [updates {', '.join(hit.supersedes)}]"
+    return f"{hit.citation} [{label}]{marks}: {snippet(hit.text, query, HIT_CHARS)}"
 
 
 def format_session_hits(

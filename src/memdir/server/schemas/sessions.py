@@ -36,6 +36,17 @@ class SessionHitOut(FromLibrary):
     at: datetime | None
     text: str = Field(description="The message's searchable text.")
     score: float
+    superseded_by: str | None = Field(
+        default=None,
+        description="When a later message among the best hits states a changed value of what "
+        "this one says, its citation (sessions/<id>.log.jsonl#L<line>); it is ranked above "
+        "this one.",
+    )
+    supersedes: list[str] = Field(
+        default_factory=list,
+        description="The citations of the earlier messages among the best hits whose value "
+        "this message changes.",
+    )
 
 
 class SessionInfoOut(FromLibrary):
