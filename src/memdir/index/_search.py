@@ -12,7 +12,8 @@ at a million lines). Instead:
 3. ``AND`` queries over the rarest terms add the rows that contain several of them even
    when a common term's list was cut short.
 4. Rows are pre-ranked by the idf mass of the terms whose lists hold them, a long row's
-   scaled by the scorer's length factor (its token count read for the rows found); the best
+   scaled by the scorer's length factor (token counts read for the rows that may be
+   chosen); the best
    ``RankConfig.candidates`` are fetched and scored precisely by :class:`memdir.index._rank.Scorer`.
 """
 
@@ -224,14 +225,33 @@ def _pre_rank(lists: list[tuple[list[int], float]], wanted: int) -> dict[int, fl
     return pre
 
 
-def _with_lengths(engine: Engine, pre: dict[int, float], config: RankConfig) -> None:
-    """Scale the pre-rank weight of each row longer than ``length_free`` tokens as the scorer
-    scales its score (``(length_free / length) ** length_power``): a page of an answer holds
-    most words of a question, and without its length it would take the places of the short
-    lines that the scorer ranks above it (the candidates are read by pre-rank)."""
+def _choose_with_lengths(
+    engine: Engine, pre: dict[int, float], wanted: int, scorer: Scorer, config: RankConfig
+) -> list[int]:
+    """:func:`_choose`, a row longer than ``length_free`` tokens weighed as the scorer will
+    weigh it (``(length_free / length) ** length_power`` of its pre-rank weight, ``pre`` is
+    scaled in place): a page of an answer holds most words of any question, and without its
+    length it would take the place of the short line that the scorer ranks above it.
+
+    Only the lengths of rows that may be chosen are read: the best ``2 * wanted`` first, then
+    more while a row scaled down lets another in (a weight not scaled yet is an upper bound),
+    so a memory of short lines costs one small query.
+    """
     free, power = config.length_free, config.length_power
-    for rowid, words in engine.lengths(list(pre), free).items():
-        pre[rowid] *= (free / words) ** power
+    files = engine.files_by_id()
+    known: set[int] = set()
+    while True:
+        ranked = _choose(pre, 2 * wanted, scorer, files)
+        chosen = ranked[:wanted]  # what ``_choose(pre, wanted, ...)`` gives
+        if known.issuperset(chosen):
+            return chosen
+        ahead = [rowid for rowid in ranked if rowid not in known]
+        known.update(ahead)
+        long = engine.lengths(ahead, free)
+        if not long:
+            return chosen  # nothing to scale: the order stands
+        for rowid, words in long.items():
+            pre[rowid] *= (free / words) ** power
 
 
 _prior_cache: (
@@ -456,8 +476,6 @@ def _search(
         # A long query (a pasted line): its rarest terms together pin the line down, while
         # the pre-rank undercounts rows whose other terms sat in cut-short lists.
         _add_conjunctions(engine, main, pre, wanted, (MAX_AND_TERMS,))
-    if config.pre_length and config.length_power:
-        _with_lengths(engine, pre, config)
     scorer = Scorer(
         weighted,
         avgdl=avgdl,
@@ -466,7 +484,10 @@ def _search(
         dates=cue,
         memo=None if shared is None else shared.positions,
     )
-    chosen = _choose(pre, wanted, scorer, engine.files_by_id())
+    if config.pre_length and config.length_power:
+        chosen = _choose_with_lengths(engine, pre, wanted, scorer, config)
+    else:
+        chosen = _choose(pre, wanted, scorer, engine.files_by_id())
     rows = {row.rowid: row for row in _fetch(engine, chosen, shared)}
     scores = {rowid: scorer.score(row) for rowid, row in rows.items()}
     if config.context:
