@@ -409,11 +409,13 @@ def with_updates(
     config: RankConfig,
     *,
     place_of: Callable[[SearchHit], Place] = ledger_place,
+    cite: Callable[[SearchHit], str] = citation,
 ) -> list[SearchHit]:
     """``hits`` with each line that updates an earlier one among the first
     ``config.updates_top`` moved just above it, and both marked (see the module; ``terms``:
     :func:`~memdir.index._query.analyze_query` of ``query``; ``place_of``: when and by whom
-    a hit was written, :func:`ledger_place` for memory files)."""
+    a hit was written, :func:`ledger_place` for memory files; ``cite``: how a hit names
+    another, :func:`citation` for memory files)."""
     top = list(hits[: config.updates_top])
     keys = frozenset(
         word_key(fold(token))
@@ -445,7 +447,7 @@ def with_updates(
                 order.insert(first, n)
     olds: dict[int, list[str]] = {}
     for n, o in sorted(pairs, key=lambda pair: pair[1]):
-        olds.setdefault(n, []).append(citation(top[o]))
+        olds.setdefault(n, []).append(cite(top[o]))
     # A moved line takes the score of the line below it: the scores stay in order.
     scores = [top[i].score for i in order]
     for at in range(len(scores) - 2, -1, -1):
@@ -454,7 +456,7 @@ def with_updates(
         replace(
             top[i],
             score=score,
-            superseded_by=citation(top[newer[i]]) if i in newer else None,
+            superseded_by=cite(top[newer[i]]) if i in newer else None,
             supersedes=tuple(olds.get(i, ())),
         )
         for i, score in zip(order, scores, strict=True)

@@ -112,6 +112,7 @@ def search_sessions(
             :func:`memdir.sessions.validate_session_id`).
     """
     limit = max(1, min(limit, MAX_HITS))
+    terms = analyze_query(query)
 
     def go() -> list[SessionHit]:
         with index.lock:
@@ -126,7 +127,7 @@ def search_sessions(
                 if row is None:
                     return []
                 engine = _OneLog(con, int(row[0]))
-            found = run_search(engine, query, limit)
+            found = run_search(engine, query, limit, terms=terms)
             if not found:
                 return []
             ids = {hit.path: 0 for hit in found}
@@ -149,9 +150,10 @@ def search_sessions(
             found = with_updates(
                 found,
                 query,
-                analyze_query(query),
+                terms,
                 _rank.DEFAULT,
                 place_of=lambda hit: _place(hit, known[hit.path, hit.line_number]),
+                cite=lambda hit: f"{hit.path}#L{hit.line_number}",  # a message is one line
             )
         hits: list[SessionHit] = []
         for hit in found:
@@ -167,8 +169,8 @@ def search_sessions(
                     at=datetime.fromisoformat(at) if at else None,
                     text=hit.content,
                     score=hit.score,
-                    superseded_by=_cited(hit.superseded_by),
-                    supersedes=tuple(c for c in map(_cited, hit.supersedes) if c),
+                    superseded_by=hit.superseded_by,
+                    supersedes=hit.supersedes,
                 )
             )
         return hits
@@ -181,14 +183,6 @@ def _place(hit: SearchHit, about: tuple[str, str, str | None]) -> Place:
     role, _, at = about
     when = round(datetime.fromisoformat(at).timestamp() * 1_000_000) if at else None
     return Place(when=when, path=hit.path, line=hit.line_number, speaker=role or None)
-
-
-def _cited(citation: str | None) -> str | None:
-    """A memory citation (``path#L12-L12``) of a message as a session citation (``#L12``)."""
-    if citation is None:
-        return None
-    path, _, lines = citation.partition("#")
-    return f"{path}#{lines.split('-')[0]}"
 
 
 def list_session_infos(index: SessionIndex) -> list[SessionInfo]:

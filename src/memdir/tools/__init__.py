@@ -35,6 +35,7 @@ from memdir.tools._core import (
     parse_citation,
     read_memory,
     shared_index,
+    update_marks,
 )
 from memdir.tools._guard import WorkspaceArg, clip, lines_within, one_line, tool, workspace_of
 from memdir.tools._sessions import (
@@ -109,10 +110,7 @@ def hit_line(hit: SearchHit) -> str:
     says ``[superseded by path#L…]``, the newer one ``[updates path#L…]``."""
     context = [label for label in ("archived" if hit.archived else None, hit.heading) if label]
     where = f" [{clip(one_line(' · '.join(context)), 60)}]" if context else ""
-    if hit.superseded_by:
-        where += f" [superseded by {hit.superseded_by}]"
-    if hit.supersedes:
-        where += f" [updates {', '.join(hit.supersedes)}]"
+    where += update_marks(hit.superseded_by, hit.supersedes)
     return (
         f"{hit.path}#L{hit.line_number}-L{hit.line_end}{where}: "
         f"{clip(one_line(hit.content), HIT_CHAR_CAP)}"

@@ -11,7 +11,7 @@ import dataclasses
 import logging
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -124,6 +124,15 @@ def parse_citation(text: str) -> Citation:
                 raise ToolInputError(f"the line range in {cleaned!r} ends before it starts")
             return Citation(path=match["path"], start=start, end=end)
     return Citation(path=cleaned)
+
+
+def update_marks(superseded_by: str | None, supersedes: Sequence[str]) -> str:
+    """`` [superseded by CITATION]`` and `` [updates CITATION, ...]`` as a hit line says them
+    (empty when the hit neither is nor has an update)."""
+    marks = f" [superseded by {superseded_by}]" if superseded_by else ""
+    if supersedes:
+        marks += f" [updates {', '.join(supersedes)}]"
+    return marks
 
 
 def memory_relpath(ws: Workspace, path: str) -> str:

@@ -31,7 +31,14 @@ from memdir.sessions import (
 )
 from memdir.sessions._catalog import log_path
 from memdir.store.workspace import Workspace
-from memdir.tools._core import MAX_QUERY_CHARS, Citation, check_int, check_text, parse_citation
+from memdir.tools._core import (
+    MAX_QUERY_CHARS,
+    Citation,
+    check_int,
+    check_text,
+    parse_citation,
+    update_marks,
+)
 from memdir.tools._guard import WorkspaceArg, clip, lines_within, one_line, tool, workspace_of
 
 __all__ = [
@@ -101,9 +108,7 @@ def session_hit_line(hit: SessionHit, query: str) -> str:
 
     who = " ".join([hit.role, *hit.tools]).strip()
     label = " · ".join(part for part in (who, _stamp(hit)) if part)
-    marks = f" [superseded by {hit.superseded_by}]" if hit.superseded_by else ""
-    if hit.supersedes:
-        marks += f" [updates {', '.join(hit.supersedes)}]"
+    marks = update_marks(hit.superseded_by, hit.supersedes)
     return f"{hit.citation} [{label}]{marks}: {snippet(hit.text, query, HIT_CHARS)}"
 
 

@@ -112,13 +112,6 @@ def _confined(bound: Bound, path: str) -> str:
     return rel
 
 
-def _guarded(bound: Bound, rel: str, data: bytes) -> bytes:
-    """``data`` as the namespace's erasures leave it (run in the write's own worker thread):
-    a client may still hold what was erased since it read it (a running agent), and must not
-    write it back."""
-    return guard_bytes(bound.ws, rel, data)
-
-
 def _refusal(exc: PathRefused) -> ProblemError:
     detail = " ".join(str(exc).split())[:1000]
     return ProblemError(403, "path-refused", detail, headers={REFUSED_HEADER: exc.reason})
@@ -223,12 +216,14 @@ async def write_file(
     data = await request.body()
     where = area_of(rel)
     store = bound.ws.store
+    # Every write passes the namespace's erasures, in its own worker thread: a client may
+    # still hold what was erased since it read it (a running agent) and must not write it back.
     if if_match is None and if_none_match is None:
-        await _in_thread(lambda: store.write(rel, _guarded(bound, rel, data), where))
+        await _in_thread(lambda: store.write(rel, guard_bytes(bound.ws, rel, data), where))
         return Response(status_code=204)
     pre = precondition(if_match, if_none_match, what=rel)
     if pre.create:
-        done = await _in_thread(lambda: store.create(rel, _guarded(bound, rel, data), where))
+        done = await _in_thread(lambda: store.create(rel, guard_bytes(bound.ws, rel, data), where))
         if not done:
             raise PreconditionFailed(f"{rel} exists already", etag=None)
         return Response(status_code=204)
@@ -236,7 +231,7 @@ async def write_file(
         raise InvalidInput('If-Match takes one version here: "<version>" from the ETag')
     version = pre.versions[0]
     done = await _in_thread(
-        lambda: store.replace_if(rel, _guarded(bound, rel, data), version, where)
+        lambda: store.replace_if(rel, guard_bytes(bound.ws, rel, data), version, where)
     )
     if not done:
         raise PreconditionFailed(f"{rel} is not at the version of If-Match", etag=None)
@@ -262,7 +257,7 @@ async def append_file(
     data = await request.body()
     where = area_of(rel)
     start, end = await _in_thread(
-        lambda: bound.ws.store.append(rel, _guarded(bound, rel, data), where, fsync=fsync)
+        lambda: bound.ws.store.append(rel, guard_bytes(bound.ws, rel, data), where, fsync=fsync)
     )
     return Appended(start=start, end=end)
 
