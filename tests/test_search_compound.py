@@ -34,6 +34,39 @@ def test_a_compound_question_is_cut_into_its_questions() -> None:
     ]
 
 
+def test_a_sentence_on_how_to_answer_is_not_a_question_of_its_own() -> None:
+    assert _clauses("When is the offsite? Where is it held? Mention ONLY and ONLY five items.") == [
+        "When is the offsite",
+        "Where is it held",
+    ]
+    assert _clauses("Did Caroline go to the support group? Answer yes or no.") == []
+    assert _clauses("我同事有多高来着？模型艺术盛宴在哪里？请用中文回答。") == [
+        "我同事有多高来着",
+        "模型艺术盛宴在哪里",
+    ]
+    # what follows the last question and says something is still searched on its own
+    assert _clauses("What does the scarf look like? It has a rainbow pattern!") == [
+        "What does the scarf look like",
+        "It has a rainbow pattern!",
+    ]
+    assert _clauses("Where is the offsite? Keep in mind the venue moved.") == [
+        "Where is the offsite",
+        "Keep in mind the venue moved.",
+    ]
+
+
+def test_an_instruction_on_the_answer_does_not_fill_the_page(ws: Workspace) -> None:
+    offsite = ["- the offsite is on Friday the 12th", "- the offsite moved to the lake house"]
+    items = [f"- the shop listed {n} new items" for n in ("five", "six", "seven")]
+    ws.write_text(LEDGER, "".join(f"{line}\n" for line in [*items, *offsite]))
+    with MemoryIndex(ws, embedder=False) as index:
+        index.refresh()
+        hits = [
+            hit.content for hit in index.search("When is the offsite? Mention only five items.", 5)
+        ]
+    assert set(hits[:2]) == set(offsite)
+
+
 @pytest.mark.parametrize(
     "query",
     [

@@ -158,6 +158,20 @@ def test_chinese_and_mixed_queries_find_the_message(any_ws: Workspace) -> None:
         assert "周五晚上执行" in lines[0]
 
 
+def test_how_to_answer_is_not_searched_for(any_ws: Workspace) -> None:
+    log(
+        any_ws,
+        "items",
+        "The shop listed five new items this week.",
+        "Only five items fit in the van.",
+        "The offsite is on Friday the 12th at the lake house.",
+    )
+    index = SessionIndex(any_ws)
+    index.refresh()
+    found = search_sessions(index, "When is the offsite? Mention only five items.", limit=3)
+    assert [hit.line for hit in found] == [3]
+
+
 def test_tool_calls_and_results_are_searchable_with_role_and_tool(any_ws: Workspace) -> None:
     call = ToolUseBlock(id="c1", name="run_tests", input={"path": "tests/test_billing.py"})
     SessionLog(any_ws, "t").append(

@@ -9,6 +9,10 @@ many questions and is searched whole) is searched whole and question by question
 rankings are fused (:func:`fuse_rankings`): the best line for each question reaches the top.
 Hybrid search does the same with the nearest lines to the whole query's vector and to each
 question's.
+
+A sentence after the last question that says how to answer it (``Mention only five items.``,
+``Answer yes or no.``, ``请用中文回答。``) is no part of what is asked: its words would find
+lines about items and answers, so it is left out of the search (:func:`without_answer_form`).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ __all__ = [
     "fuse_rankings",
     "question_clauses",
     "rank_fusion",
+    "without_answer_form",
 ]
 
 MAX_CLAUSES = 4
@@ -46,6 +51,23 @@ the best few of each question lead (MemDaily R@5 is flat for K from 1 to 3)."""
 _K = TypeVar("_K", bound=Hashable)
 
 _QUESTION_END = re.compile(r"[?？]+")
+_HOW_TO_ANSWER = re.compile(
+    r"^\W*(?:please\W+)?(?:answer|mention|respond|reply|limit|be|format|only|just"
+    r"|keep (?:it|your|the|answers?))\b"
+    r"|^\W*请?(?:只|仅|回答|简要|简短|简单回答|用\S{0,4}(?:回答|作答|回复))",
+    re.IGNORECASE,
+)
+"""A sentence that tells how to answer, not what about: an instruction on the answer's form."""
+
+
+def without_answer_form(query: str) -> str:
+    """``query`` without a sentence after its last question that says how to answer it
+    (``When is the offsite? Mention only five items.`` -> ``When is the offsite?``); as it
+    is when nothing follows a question, or what follows asks or says something."""
+    last = max(query.rfind("?"), query.rfind("？"))
+    if last < 0 or not _HOW_TO_ANSWER.search(query[last + 1 :].strip()):
+        return query
+    return query[: last + 1]
 
 
 class Question(NamedTuple):
@@ -62,7 +84,7 @@ def question_clauses(query: str, terms: Sequence[Term]) -> list[Question]:
     Only the first :data:`MAX_QUERY_CHARS` characters are read, as :func:`analyze_query`
     reads them, so a huge query costs no more than a long one.
     """
-    head = query[:MAX_QUERY_CHARS]
+    head = without_answer_form(query[:MAX_QUERY_CHARS])
     if not _QUESTION_END.search(head) or is_conversation(terms):
         return []
     parts = [part.strip() for part in _QUESTION_END.split(head)]

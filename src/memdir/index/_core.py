@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from memdir.embeddings import Embedder, check_min_similarity, embedder_from_string
 from memdir.errors import ConfigError, IndexError_, ModelError, ToolInputError, WorkspaceError
 from memdir.index import _rank
-from memdir.index._clauses import question_clauses
+from memdir.index._clauses import question_clauses, without_answer_form
 from memdir.index._default_embedder import AUTO, OFF, resolve
 from memdir.index._engine import Engine, FileSnapshot
 from memdir.index._fallback import Unwritable
@@ -331,6 +331,7 @@ class MemoryIndex:
             raise ToolInputError(f"limit must be an integer from 1 to {MAX_LIMIT}")
         if not query.strip():
             return []
+        query = without_answer_form(query)
         terms = analyze_query(query)
         questions = question_clauses(query, terms)
         dense, vectors = self._query_side([query, *(q.text for q in questions)], terms)

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from memdir._opencache import OpenCache, index_cache
 from memdir.index import _rank
+from memdir.index._clauses import without_answer_form
 from memdir.index._forms import word_key
 from memdir.index._query import analyze_query
 from memdir.index._schema import LINE_BITS
@@ -112,6 +113,7 @@ def search_sessions(
             :func:`memdir.sessions.validate_session_id`).
     """
     limit = max(1, min(limit, MAX_HITS))
+    query = without_answer_form(query)
     terms = analyze_query(query)
 
     def go() -> list[SessionHit]:

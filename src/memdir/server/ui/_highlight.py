@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from memdir.index._clauses import without_answer_form
 from memdir.index._porter import stem
 from memdir.index._query import Term, analyze_query
 from memdir.index._text import CJK_CHARS, fold
@@ -66,7 +67,7 @@ def _latin_spans(text: str, terms: list[Term]) -> list[tuple[int, int]]:
 
 def pieces(text: str, query: str) -> list[Piece]:
     """``text`` cut into pieces, those that match a term of ``query`` marked."""
-    terms = _wanted(analyze_query(query))
+    terms = _wanted(analyze_query(without_answer_form(query)))
     literal = [(t, _literal(t)) for t in terms]
     needles = [needle for _, needle in literal if needle]
     latin = [t for t, needle in literal if needle is None]
