@@ -29,6 +29,10 @@ The engine finds a few hundred candidates cheaply; this module scores them preci
   ``我的手机是小米11``) find the lines that go on about the same thing (a follow-up that says
   ``小米11真的…`` but not ``手机``, the other half of a two-step question), ranked below the hits
   that named it (:mod:`memdir.index._feedback`);
+* **rules**: a line that states a standing rule (``Always format dates as MM/DD/YYYY when I
+  ask about deadlines``, ``以后回答都用中文``: :func:`memdir.index._rules.standing_rule`) is
+  scored ``1 + rule_boost`` times what it earns: it holds for every later request on its
+  topic, and such a request shares only a word or two with it;
 * **dedupe**: identical lines (same text after normalisation) are shown once, the best one.
 
 Each feature can be switched off in :class:`RankConfig`; ``benchmarks/retrieval.py --ablate``
@@ -50,6 +54,7 @@ from memdir.index._dates import DateCue
 from memdir.index._engine import FileInfo, StoredRow
 from memdir.index._forms import key_stems
 from memdir.index._porter import stem
+from memdir.index._rules import standing_rule
 from memdir.index._unit_terms import (
     MAX_LEXEME,
     MAX_POSITION,
@@ -120,6 +125,8 @@ class RankConfig:
     updates_top: int = 10
     updates_reach: int = 16
     updates_cue_reach: int = 6
+    rules: bool = True
+    rule_boost: float = 1.0
 
 
 DEFAULT = RankConfig()
@@ -408,6 +415,8 @@ class Scorer:
             score += config.proximity_weight * bonus
         if config.length_power and length > config.length_free:
             score *= (config.length_free / length) ** config.length_power
+        if config.rules and standing_rule(row.content):
+            score *= 1 + config.rule_boost
         return score * self.prior(row)
 
     def prior(self, row: StoredRow) -> float:
