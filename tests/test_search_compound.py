@@ -7,7 +7,12 @@ from dataclasses import replace
 import pytest
 
 from memdir.index import MemoryIndex
-from memdir.index._clauses import fuse_rankings, question_clauses, rank_fusion
+from memdir.index._clauses import (
+    fuse_rankings,
+    question_clauses,
+    rank_fusion,
+    without_answer_form,
+)
 from memdir.index._engine import Engine
 from memdir.index._query import MAX_QUERY_CHARS, analyze_query
 from memdir.index._search import run_search
@@ -40,6 +45,12 @@ def test_a_sentence_on_how_to_answer_is_not_a_question_of_its_own() -> None:
         "Where is it held",
     ]
     assert _clauses("Did Caroline go to the support group? Answer yes or no.") == []
+    assert without_answer_form("Did Caroline go? Answer yes or no.") == "Did Caroline go?"
+    # a question without a word to search for keeps the sentence after it
+    assert without_answer_form("What? Answer me about the offsite.") == (
+        "What? Answer me about the offsite."
+    )
+    assert without_answer_form("Mention only five items.") == "Mention only five items."
     assert _clauses("我同事有多高来着？模型艺术盛宴在哪里？请用中文回答。") == [
         "我同事有多高来着",
         "模型艺术盛宴在哪里",

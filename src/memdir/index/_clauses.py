@@ -63,11 +63,13 @@ _HOW_TO_ANSWER = re.compile(
 def without_answer_form(query: str) -> str:
     """``query`` without a sentence after its last question that says how to answer it
     (``When is the offsite? Mention only five items.`` -> ``When is the offsite?``); as it
-    is when nothing follows a question, or what follows asks or says something."""
+    is when nothing follows a question, what follows asks or says something, or the question
+    has no word to search for (``What? Answer me.``)."""
     last = max(query.rfind("?"), query.rfind("？"))
     if last < 0 or not _HOW_TO_ANSWER.search(query[last + 1 :].strip()):
         return query
-    return query[: last + 1]
+    asked = query[: last + 1]
+    return asked if content_words(analyze_query(asked)) else query
 
 
 class Question(NamedTuple):
