@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from memdir.cli import cli
 from memdir.errors import ConfigError
+from memdir.forget import Target, apply_forget, plan_forget
 from memdir.index import MemoryIndex, _default_embedder
 from memdir.index._hybrid import QUERY_CACHE_SIZE
 from memdir.memory import MemoryConsolidator, MemoryMaintenanceScheduler
@@ -145,3 +146,21 @@ def test_memdir_embedder_sets_the_default_of_workspaces_without_a_setting(
     with MemoryIndex(ws) as index:
         index.set_default_embedder("e5")  # the workspace's own setting wins
         assert index.status().choice == "setting" and index.embedder is not None
+
+
+def test_forgetting_a_line_drops_its_vector_and_keeps_the_others(any_ws: Workspace) -> None:
+    any_ws.write_text("memory/2026-11-20.md", LINES)
+    with MemoryIndex(any_ws) as index:
+        index.refresh()
+        index.embed_pending()
+        assert index._vectors.count() == 3
+    plan = plan_forget(any_ws, Target(text="Mochi"))
+    report = apply_forget(any_ws, plan, by="test")
+    assert report.erased == 1
+    with MemoryIndex(any_ws) as index:
+        assert index._vectors.count() == 2  # the erased line's vector is its trace
+        # the others' are kept: only the ledger's note that a fact was erased is new
+        assert index.embed_pending().embedded == 1
+        found = [hit.content for hit in index.search("which compiler does the build need", 3)]
+    assert "- the build uses gcc 13 on debian" in found
+    assert not any("Mochi" in line for line in found)

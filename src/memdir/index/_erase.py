@@ -18,9 +18,13 @@ from __future__ import annotations
 import logging
 import sqlite3
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from memdir.store.workspace import Workspace
+
+if TYPE_CHECKING:
+    from memdir.index import MemoryIndex
+    from memdir.index._engine import Engine
 
 __all__ = ["PG_TABLES", "ns_tables", "scrub_index", "vacuum_postgres", "vacuum_sqlite"]
 
@@ -61,7 +65,7 @@ def scrub_index(ws: Workspace) -> None:
         vacuum_sqlite(path)
 
 
-def _prune_vectors(index: Any) -> None:
+def _prune_vectors(index: MemoryIndex) -> None:
     """Drop the vectors of units that are gone (an erased line's embedding is its trace)."""
     vectors = index._vectors
     if not vectors.exists() or vectors.count() == 0:
@@ -72,11 +76,11 @@ def _prune_vectors(index: Any) -> None:
         return
     from memdir.index._vectors import file_texts
 
-    def collect(engine: Any) -> set[bytes]:
+    def collect(engine: Engine) -> set[bytes]:
         return {
             key
             for info in engine.files_by_id().values()
-            for _, key, _ in file_texts(embedder.name, engine, info)
+            for _, key, _ in file_texts(embedder, engine, info)
         }
 
     vectors.prune(index._run(collect, writes=False))
