@@ -436,6 +436,29 @@ def test_english_decisions_are_filed_under_decisions(entry: str) -> None:
     assert out == f"# Memory\n\n## Decisions\n- {entry}\n"
 
 
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "From now on, answer in German please.",
+        "Always format dates as month-day-year when I ask about deadlines.",
+        "Never push directly to main.",
+        "以后回答都用中文。",
+        "每次提交前先跑一遍测试。",
+    ],
+)
+def test_a_standing_rule_is_kept_and_filed_with_the_preferences(rule: str) -> None:
+    kept = extract_facts([said(None, rule), said(None, "Okay.", role="assistant")], "")
+    speaker = "用户：" if rule[0] >= "\u4e00" else "User: "
+    assert kept.splitlines() == [f"- {speaker}{rule}"]
+    out = consolidate("# Memory\n", [kept.removeprefix("- ")], 4_000)
+    assert out.startswith("# Memory\n\n## Preferences\n- ")
+
+
+def test_an_assistant_saying_always_sets_no_rule() -> None:
+    said_by_assistant = said(None, "Always happy to help!", role="assistant")
+    assert extract_facts([said(None, "Thanks!"), said_by_assistant], "") == NO_REPLY
+
+
 def test_the_users_own_sections_keep_their_place() -> None:
     current = "# Memory\n\n## About Jing\n- Jing lives in Lyon\n\n## Facts\n- The NAS is 8 TB\n"
     out = consolidate(current, ["Jing prefers tabs over spaces", "The printer is upstairs"])

@@ -6,23 +6,29 @@ an instruction that holds until it is changed, and the request it applies to (``
 final submission due?``) shares only a word or two with it. Search ranks it higher when it
 matches (:class:`memdir.index._rank.RankConfig` ``rules``). A line is one when its text,
 after a list marker, a time and a speaker (``- 10:42 user: ``), starts with such a word; a
-rule word later in a line (``I always loved painting``) is no rule.
+rule word later in a line (``I always loved painting``) is no rule, nor is an assistant's
+line (``Assistant: Always happy to help!``).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["standing_rule"]
+__all__ = ["RULE_START", "standing_rule"]
 
-_LEAD = r"^\s*(?:[-*+]\s+)?(?:\d{1,2}:\d{2}\s+)?"
-_RULE = re.compile(
-    _LEAD + r"(?:[^\s:]{1,40}:\s+)?(?:please\s+)?"
-    r"(?:always|never|from now on|going forward|whenever|remember to|make sure to)\b"
-    r"|" + _LEAD + r"(?:[^\s:：]{1,40}[:：]\s*)?请?"
-    r"(?:以后|今后|每次|总是|一律|务必|永远不要|不要再)",
-    re.IGNORECASE,
+_EN = r"(?:please\W+)?(?:always|never|from now on|going forward|remember to|make sure to)\b"
+_ZH = r"请?(?:以后|今后|每次|总是|一律|务必|永远不要|不要再)"
+# A search unit's text, a ledger bullet: a list marker, a time and a speaker come first (not
+# an assistant: "Assistant: Always happy to help!" sets no rule).
+_LEAD = (
+    r"\s*(?:[-*+]\s+)?(?:\d{1,2}:\d{2}\s+)?"
+    r"(?:(?!assistant\b|ai\b|助手|助理)[^\s:：]{1,40}[:：]\s*)?"
 )
+RULE_START = rf"^{_LEAD}\W*(?:{_EN}|{_ZH})"
+"""How a standing rule starts (case-insensitive), after a list marker, a time and a speaker
+when the text has them: the extractive model keeps and files such a sentence as a rule
+(:mod:`memdir.models.extractive`)."""
+_RULE = re.compile(RULE_START, re.IGNORECASE)
 _HEAD = 200  # the characters a rule must start within
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import re
 
+from memdir.index._rules import RULE_START
+
 __all__ = [
     "clip",
     "cue_kind",
@@ -137,6 +139,9 @@ _CUES: list[tuple[str, re.Pattern[str]]] = [
             re.IGNORECASE,
         ),
     ),
+    # A sentence that starts as a standing rule ("From now on, answer in German"): the
+    # user's, an assistant's "Always happy to help!" is none.
+    ("standing", re.compile(RULE_START, re.IGNORECASE)),
     (
         "commitment",
         re.compile(
@@ -164,7 +169,7 @@ def cue_kinds(sentence: str) -> list[str]:
 
 def cue_kind(sentence: str) -> str | None:
     """The first durable-fact cue in ``sentence``: ``remember``, ``preference``, ``decision``,
-    ``person``, ``deadline``, ``rule``, ``commitment``, ``fact`` — or ``None``."""
+    ``person``, ``deadline``, ``rule``, ``standing``, ``commitment``, ``fact`` — or ``None``."""
     for kind, pattern in _CUES:
         if pattern.search(sentence):
             return kind

@@ -339,6 +339,7 @@ def _classify(text: str) -> str:
     for kind, section in (
         ("person", "People"),
         ("preference", "Preferences"),
+        ("standing", "Preferences"),  # how the user wants things done from now on
         ("decision", "Decisions"),
         ("deadline", "Projects"),
     ):

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import re
 
+from memdir.index._rules import RULE_START
 from memdir.models.extractive._extract import cue_kinds, has_cjk
 from memdir.models.extractive._extract_dates import has_date_phrase
 
 __all__ = ["KEEP", "fact_score", "is_secret"]
 
 KEEP = 3.0
-_STRONG_CUES = frozenset({"remember", "preference", "decision", "person", "deadline", "rule"})
+_STRONG_CUES = frozenset(
+    {"remember", "preference", "decision", "person", "deadline", "rule", "standing"}
+)
 _CUE_WEIGHT = {"fact": 2.0, "commitment": 1.5}
 
 # -- rejection -------------------------------------------------------------------------------
@@ -188,6 +191,7 @@ _CJK_EVENT = re.compile(
     r"(?:我|我们|咱们)[^，,。！？!?]{0,12}?(?:了(?=[\u4e00-\u9fff]{2})|过)"
     r"|(?:结婚|毕业|怀孕|退休|搬家|分手|离婚|生病|住院|出院|升职|辞职|入职|出生)了"
 )
+_RULE = re.compile(RULE_START, re.IGNORECASE)
 # Requests to the assistant and opinions are not facts about anyone.
 _REQUEST = re.compile(
     r"\b(?:can|could|would|will) you\b|\bhelp me\b|\blet me know\b"
@@ -333,8 +337,10 @@ def _latin_signals(sentence: str, strong: bool, addressees: frozenset[str]) -> f
 
 
 def _talk_penalty(sentence: str) -> float:
-    """Requests ("can you…", 帮我…) and opinions ("I think…", 我觉得…) are talk, not facts."""
-    return (2.0 if _REQUEST.search(sentence) else 0.0) + (1.0 if _OPINION.search(sentence) else 0.0)
+    """Requests ("can you…", 帮我…) and opinions ("I think…", 我觉得…) are talk, not facts; a
+    standing rule asked for ("From now on, answer in German please.") is no passing request."""
+    request = _REQUEST.search(sentence) and not _RULE.match(sentence)
+    return (2.0 if request else 0.0) + (1.0 if _OPINION.search(sentence) else 0.0)
 
 
 def _cjk_signals(sentence: str, strong: bool, addressees: frozenset[str]) -> float | None:
