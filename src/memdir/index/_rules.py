@@ -6,8 +6,9 @@ an instruction that holds until it is changed, and the request it applies to (``
 final submission due?``) shares only a word or two with it. Search ranks it higher when it
 matches (:class:`memdir.index._rank.RankConfig` ``rules``). A line is one when its text,
 after a list marker, a time and a speaker (``- 10:42 user: ``), starts with such a word; a
-rule word later in a line (``I always loved painting``) is no rule, nor is an assistant's
-line (``Assistant: Always happy to help!``).
+rule word later in a line (``I always loved painting``) is no rule, nor is ``Always here to
+help`` or ``Never been there`` (no order follows), nor an assistant's line (``Assistant:
+Always happy to help!``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,20 @@ import re
 
 __all__ = ["RULE_START", "standing_rule"]
 
-_EN = r"(?:please\W+)?(?:always|never|from now on|going forward|remember to|make sure to)\b"
+# After "always" / "never" an order, not a state or a past ("Always here to help", "Never
+# been there", "Always good to hear", "Never thought so", "Always running around").
+_NOT_AN_ORDER = (
+    r"a|an|the|so|too|very|more|ever|again|here|there|up|down|on|in|at|by|for|with|around|about"
+    r"|i|we|you|he|she|they|it|this|that|me|him|us|them|my|your|his|her|our|their|someone"
+    r"|been|had|done|gone|seen|heard|met|known|thought|felt|got|was|were|did|knew|went|came"
+    r"|saw|said|told|tried|loved|liked|wanted|enjoyed|love|like|mind|say|good|great|nice|happy"
+    r"|glad|fun|lovely|cool|awesome|amazing|exciting|interesting|ready|welcome|best|better"
+    r"|\w+ing"
+)
+_EN = (
+    rf"(?:please\W+)?(?:(?:always|never)\b(?!\W+(?:{_NOT_AN_ORDER})\b)"
+    r"|from now on\b|going forward\b)"
+)
 _ZH = r"请?(?:以后|今后|每次|总是|一律|务必|永远不要|不要再)"
 # A search unit's text, a ledger bullet: a list marker, a time and a speaker come first (not
 # an assistant: "Assistant: Always happy to help!" sets no rule).
