@@ -33,6 +33,11 @@ PARTS = ["blueprint", "decorator", "helper", "view", "model"]
         ("- 以后回答都用中文", True),
         ("- 用户：每次都要先确认预算", True),
         ("- I always loved painting", False),  # a habit, not a rule
+        ("- 09:00 Caroline: Always here to help!", False),  # no order follows
+        ("- Never been to an animal shelter before", False),
+        ("- Always good to hear! See you later!", False),
+        ("- Never say never!", False),
+        ("- 10:42 assistant: Always happy to help", False),  # an assistant sets no rule
         ("- 10:02 user: we never found the cat", False),
         ("- the offsite is on Friday", False),
         ("- 我以前住在上海", False),
