@@ -370,3 +370,31 @@ def test_a_conversation_leans_on_the_vectors_more_than_a_question() -> None:
     )
     assert dense_weight(dialogue) == CONVERSATION_DENSE_WEIGHT
     assert dense_weight("") == DENSE_WEIGHT
+
+
+def test_a_line_the_words_point_to_stays_first(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memdir.index import _hybrid
+
+    pinned = "- Lindholm ferry: pier 4, first ferry at 07:10"  # every query word
+    ws.write_text(
+        LEDGER,
+        "## Trips\n- we sail on every trip\n- a boat trip is a nice way to travel\n"
+        "- the sail boat goes out on a trip\n\n## Ferries\n" + pinned + "\n",
+    )
+    embedder = ConceptEmbedder({"boat": ["ferry", "boat", "sail"], "trip": ["trip", "goes"]})
+    query = "Which ferry goes to Lindholm?"
+    with MemoryIndex(ws, embedder=embedder) as index:
+        index.index_all_from_workspace()
+        index.embed_pending()
+        led = index.search(query, 10)
+        monkeypatch.setattr(_hybrid, "LEAD", float("inf"))
+        fused = index.search(query, 10)  # reciprocal rank fusion alone
+    # the boat line is nearer in meaning and second by its words: the fusion puts it first
+    assert [h.content for h in fused[:2]] == ["- the sail boat goes out on a trip", pinned]
+    assert [h.content for h in led[:2]] == [pinned, "- the sail boat goes out on a trip"]
+    assert [h.score for h in led] == sorted((h.score for h in led), reverse=True)
+    with MemoryIndex(ws, embedder=False) as plain:
+        words = plain.search(query, 10)
+    assert words[0].content == pinned and words[0].score >= 1.5 * words[1].score

@@ -35,7 +35,7 @@ from memdir.index._paths import check_memory_path, snapshot_of_text
 from memdir.index._pg_settings import StoreSettings
 from memdir.index._pg_store import PgIndexStore
 from memdir.index._pg_vectors import PgVectors
-from memdir.index._query import Term, analyze_query
+from memdir.index._query import Term, analyze_query, is_conversation
 from memdir.index._search import run_search
 from memdir.index._settings import SETTINGS_NAME, SearchSettings
 from memdir.index._source import source_of
@@ -356,9 +356,15 @@ class MemoryIndex:
                 near, hidden = vector_ranking(found, set(rows), floor)
                 if len(hidden) == len(near):  # nothing to add: the lexical ranking as it is
                     return words[:limit]
-                weight = dense_weight(terms)
                 return fuse(
-                    engine, words, near[:depth], limit, weight=weight, rows=rows, hidden=hidden
+                    engine,
+                    words,
+                    near[:depth],
+                    limit,
+                    weight=dense_weight(terms),
+                    rows=rows,
+                    hidden=hidden,
+                    lead=not is_conversation(terms),
                 )
 
         from memdir.provenance._why import with_sources  # reads the memory package: lazily

@@ -39,6 +39,7 @@ __all__ = [
     "CONVERSATION_DENSE_WEIGHT",
     "DENSE_WEIGHT",
     "FUSION_DEPTH",
+    "LEAD",
     "MIN_SIMILARITY_ENV",
     "RRF_K",
     "dense_weight",
@@ -58,6 +59,10 @@ RRF_K = 10
 DENSE_WEIGHT = 0.7
 """A vector result at rank r adds ``DENSE_WEIGHT / (RRF_K + r)``: the lexical ranking is the
 stronger one wherever the query shares words with the memory (docs/benchmarks.md)."""
+LEAD = 1.5
+"""A lexical best line that scores at least ``LEAD`` times the second best leads the fused
+ranking (a query that is not a conversation): the query's words point to it, and lines near
+in meaning do not push it down (docs/benchmarks.md)."""
 CONVERSATION_DENSE_WEIGHT = 1.0
 """:data:`DENSE_WEIGHT` for a conversation (:func:`memdir.index._query.is_conversation`): its
 many words dilute the lexical ranking, while its meaning is what an embedding captures."""
@@ -266,20 +271,20 @@ def fuse(
     weight: float = DENSE_WEIGHT,
     rows: Sequence[int] | None = None,
     hidden: set[int] | frozenset[int] = frozenset(),
+    lead: bool = True,
 ) -> list[SearchHit]:
     """Reciprocal rank fusion of the lexical hits and the vector ranking ``near`` (row ids,
     :func:`vector_ranking`).
 
     ``weight`` scales the vector ranking (:func:`dense_weight`); ``rows``: the row ids of
     the lexical hits when known (:func:`lexical_rows`); ``hidden``: row ids ranked but not
-    returned (below the similarity floor).
+    returned (below the similarity floor); ``lead``: a lexical best line far ahead of the
+    second (:data:`LEAD`) stays first.
     """
     scores: dict[int, float] = {}
     hits: dict[int, SearchHit] = {}
-    for rank, (rowid, hit) in enumerate(
-        zip(lexical_rows(engine, lexical) if rows is None else rows, lexical, strict=True),
-        start=1,
-    ):
+    ids = lexical_rows(engine, lexical) if rows is None else rows
+    for rank, (rowid, hit) in enumerate(zip(ids, lexical, strict=True), start=1):
         hits[rowid] = hit
         scores[rowid] = 1.0 / (RRF_K + rank)
     for rank, rowid in enumerate(near, start=1):
@@ -289,6 +294,10 @@ def fuse(
         for rowid in sorted(scores, key=lambda rowid: (-scores[rowid], -rowid))
         if rowid not in hidden
     ]
+    if lead and len(lexical) > 1 and 0 < LEAD * lexical[1].score <= lexical[0].score:
+        order.remove(ids[0])
+        order.insert(0, ids[0])
+        scores[ids[0]] = max(scores[rowid] for rowid in order)  # the scores stay in order
     missing = [rowid for rowid in order if rowid not in hits]
     for row in engine.fetch(missing):
         hits[row.rowid] = hit_of(row, 0.0)
