@@ -38,14 +38,13 @@ _LEAD = (
     r"\s*(?:[-*+]\s+)?(?:\d{1,2}:\d{2}\s+)?"
     r"(?:(?!assistant\b|ai\b|助手|助理)[^\s:：]{1,40}[:：]\s*)?"
 )
-RULE_START = rf"^{_LEAD}\W*(?:{_EN}|{_ZH})"
-"""How a standing rule starts (case-insensitive), after a list marker, a time and a speaker
-when the text has them: the extractive model keeps and files such a sentence as a rule
+RULE_START = re.compile(rf"^{_LEAD}\W*(?:{_EN}|{_ZH})", re.IGNORECASE)
+"""How a standing rule starts, after a list marker, a time and a speaker when the text has
+them: the extractive model keeps and files such a sentence as a rule
 (:mod:`memdir.models.extractive`)."""
-_RULE = re.compile(RULE_START, re.IGNORECASE)
 _HEAD = 200  # the characters a rule must start within
 
 
 def standing_rule(content: str) -> bool:
     """Whether a line (a search unit's text) states a standing rule (see the module)."""
-    return _RULE.match(content[:_HEAD]) is not None
+    return RULE_START.match(content[:_HEAD]) is not None

@@ -141,7 +141,7 @@ _CUES: list[tuple[str, re.Pattern[str]]] = [
     ),
     # A sentence that starts as a standing rule ("From now on, answer in German"): the
     # user's, an assistant's "Always happy to help!" is none.
-    ("standing", re.compile(RULE_START, re.IGNORECASE)),
+    ("standing", RULE_START),
     (
         "commitment",
         re.compile(

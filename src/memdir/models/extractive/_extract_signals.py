@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from memdir.index._rules import RULE_START
+from memdir.index._rules import standing_rule
 from memdir.models.extractive._extract import cue_kinds, has_cjk
 from memdir.models.extractive._extract_dates import has_date_phrase
 
@@ -191,7 +191,6 @@ _CJK_EVENT = re.compile(
     r"(?:我|我们|咱们)[^，,。！？!?]{0,12}?(?:了(?=[\u4e00-\u9fff]{2})|过)"
     r"|(?:结婚|毕业|怀孕|退休|搬家|分手|离婚|生病|住院|出院|升职|辞职|入职|出生)了"
 )
-_RULE = re.compile(RULE_START, re.IGNORECASE)
 # Requests to the assistant and opinions are not facts about anyone.
 _REQUEST = re.compile(
     r"\b(?:can|could|would|will) you\b|\bhelp me\b|\blet me know\b"
@@ -339,7 +338,7 @@ def _latin_signals(sentence: str, strong: bool, addressees: frozenset[str]) -> f
 def _talk_penalty(sentence: str) -> float:
     """Requests ("can you…", 帮我…) and opinions ("I think…", 我觉得…) are talk, not facts; a
     standing rule asked for ("From now on, answer in German please.") is no passing request."""
-    request = _REQUEST.search(sentence) and not _RULE.match(sentence)
+    request = _REQUEST.search(sentence) and not standing_rule(sentence)
     return (2.0 if request else 0.0) + (1.0 if _OPINION.search(sentence) else 0.0)
 
 
